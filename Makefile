@@ -1,0 +1,44 @@
+# User-facing targets each do their own set-up on a fresh machine.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+TORCH_SPEC ?= torch==2.13.0
+STAMP := $(VENV)/.installed-$(shell echo '$(TORCH_SPEC)' | tr -c 'a-zA-Z0-9.=\n' _)
+export HF_HUB_OFFLINE := 1
+export HF_DATASETS_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+export RAY_AUTH_MODE := disabled
+
+.PHONY: setup demo test test-all bench lint clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap libseccomp2 >/dev/null) || echo "warning: bubblewrap not installed; sandbox falls back"; }
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "$(TORCH_SPEC)"
+	$(PY) -m pip install -q -e ".[dev,bench]"
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+demo: $(STAMP)
+	$(VENV)/bin/posttrain demo
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+test-all: $(STAMP)
+	$(PY) -m pytest -m ''
+
+bench: $(STAMP)
+	@mkdir -p bench/results
+	$(VENV)/bin/posttrain bench all --json --out bench/results
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check posttrain tests bench
+	$(VENV)/bin/mypy posttrain
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

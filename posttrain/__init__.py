@@ -1,0 +1,1 @@
+"""posttrain: RL post-training across hundreds of verifiable domains."""

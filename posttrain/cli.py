@@ -1,0 +1,62 @@
+"""The `posttrain` command line: a thin dispatcher.
+
+Each command group lives beside the code it drives, in a module exposing
+`register(subparsers) -> None`; the parsers it adds set `func(args) -> int`. Registration must stay
+cheap (no torch import) so `posttrain --help` is fast. Errors meant for people (`ConfigError`,
+`UsageError`) are printed as one message with exit code 2, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import os
+import sys
+from collections.abc import Sequence
+
+from posttrain.config import ConfigError
+
+COMMAND_MODULES: tuple[str, ...] = (
+    "posttrain.tasks.cli",  # domains, score
+    "posttrain.sandbox.cli",  # sandbox
+    "posttrain.train.cli",  # train, eval, base, demo
+    "posttrain.bench_cli",  # bench
+)
+
+
+class UsageError(ValueError):
+    """A bad argument or input named in a message for people."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="posttrain", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        if importlib.util.find_spec(name) is None:
+            continue
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    for key in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        os.environ.setdefault(key, "1")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(func(args) or 0)
+    except (ConfigError, UsageError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

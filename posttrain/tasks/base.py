@@ -1,0 +1,32 @@
+"""The domain-family contract.
+
+A family turns a frozen config into one or more domains and generates each domain's tasks by index:
+`task(domain, index, seed)` is a pure function, so a stream of millions of tasks is never materialised
+and the same (seed, index) always yields the same task. Not here: sampling, splits (see `pool.py`) or
+grading (a family only names its verifier config).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from posttrain.types import DomainSpec, Task
+from posttrain.verify.configs import VerifierConfig
+
+
+@runtime_checkable
+class DomainFamily(Protocol):
+    """A generator of domains and their tasks."""
+
+    def domains(self) -> Sequence[DomainSpec]:
+        """Every domain this family provides, with ids unique in the registry."""
+        ...
+
+    def task(self, domain: DomainSpec, index: int, seed: int) -> Task:
+        """The task at `index` (0 <= index < domain.size when sized); deterministic in (seed, index)."""
+        ...
+
+    def verifier(self, domain: DomainSpec) -> VerifierConfig:
+        """The config of the verifier that grades this domain's tasks."""
+        ...

@@ -1,0 +1,213 @@
+"""Shared vocabulary: Task, DomainSpec, Sample, Score and the taxonomy path.
+
+Everything here is pure data (frozen pydantic models) with no behaviour beyond hashing and parsing.
+Guarantees: a Task's `content_hash` depends only on its prompt and gold data, so train/eval splits
+derived from it never leak; a `Score` always says whether a failure was the model's or the
+infrastructure's. Not here: how tasks are generated (`posttrain.tasks`) or graded (`posttrain.verify`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+LEVELS: tuple[str, ...] = ("easy", "medium", "hard")
+"""Named difficulty levels every parametric family offers, easiest first."""
+
+LEVEL_DIFFICULTY: dict[str, float] = {"easy": 0.2, "medium": 0.5, "hard": 0.8}
+"""Numeric difficulty in [0, 1] for each named level."""
+
+Level = Literal["easy", "medium", "hard"]
+
+
+class Frozen(BaseModel):
+    """Base for immutable, strict records."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ChatMessage(Frozen):
+    role: Literal["system", "user", "assistant", "tool"]
+    """Who speaks."""
+    content: str
+    """What is said."""
+
+
+Prompt = str | tuple[ChatMessage, ...]
+
+
+class TaxonomyPath(Frozen):
+    """`class/family/domain[@level]`, e.g. `math/arithmetic/add@hard`."""
+
+    cls: str
+    """Top-level class: math, reasoning, coding, text, agent, knowledge, 3d, ..."""
+    family: str
+    """The generator family within the class."""
+    domain: str
+    """The domain within the family."""
+    level: str | None = None
+    """Difficulty level name, if the domain is stratified."""
+
+    @classmethod
+    def parse(cls, text: str) -> TaxonomyPath:
+        body, _, level = text.partition("@")
+        parts = body.split("/")
+        if len(parts) != 3 or not all(parts):
+            raise ValueError(f"domain id {text!r} is not of the form class/family/domain[@level]")
+        return cls(cls=parts[0], family=parts[1], domain=parts[2], level=level or None)
+
+    def __str__(self) -> str:
+        base = f"{self.cls}/{self.family}/{self.domain}"
+        return f"{base}@{self.level}" if self.level else base
+
+
+class DomainSpec(Frozen):
+    """One domain: a family with fixed parameters at one difficulty, plus its verifier and targets."""
+
+    id: str
+    """Taxonomy path as text, unique across the registry."""
+    family_kind: str
+    """The `kind` tag of the family config that generates it."""
+    source: str
+    """Where tasks come from: builtin, reasoning_gym, jsonl, plugin, ..."""
+    verifier: str
+    """Name of the verifier that grades it (see `posttrain.verify`)."""
+    difficulty: float = 0.5
+    """Numeric difficulty in [0, 1]."""
+    size: int | None = None
+    """Number of distinct task indices, or None for an unbounded procedural stream."""
+    target_pass_rate: float = Field(0.7, ge=0.0, le=1.0)
+    """Pass rate above which the curriculum treats the domain as learned."""
+    min_weight: float = Field(0.0, ge=0.0, le=1.0)
+    """Floor on the domain's sampling weight."""
+    max_weight: float = Field(1.0, ge=0.0, le=1.0)
+    """Ceiling on the domain's sampling weight."""
+    description: str = ""
+    """One line for people."""
+
+    @property
+    def path(self) -> TaxonomyPath:
+        return TaxonomyPath.parse(self.id)
+
+    @property
+    def cls(self) -> str:
+        return self.path.cls
+
+    @property
+    def level(self) -> str | None:
+        return self.path.level
+
+
+class Task(Frozen):
+    """One prompt with what is needed to grade a response to it."""
+
+    id: str
+    """Stable id, unique within the registry: `<domain id>#<index>` or the dataset's own id."""
+    domain_id: str
+    """The DomainSpec this task belongs to."""
+    prompt: Prompt
+    """Plain text, or chat messages."""
+    gold: Any = None
+    """Reference data for the verifier (JSON-serialisable): an answer, tests, a scorer entry..."""
+    answer: str | None = None
+    """A gold response text that must score 1.0 (used by validation and the contract tests)."""
+    difficulty: float = 0.5
+    """Numeric difficulty in [0, 1]."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Anything else the family wants to keep (not part of the content hash)."""
+
+    @field_validator("prompt", mode="before")
+    @classmethod
+    def _messages_as_tuple(cls, value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
+
+    @property
+    def content_hash(self) -> str:
+        """sha256 over prompt and gold only: identical content hashes identically wherever it came from."""
+        prompt = self.prompt if isinstance(self.prompt, str) else [m.model_dump() for m in self.prompt]
+        blob = json.dumps([prompt, self.gold], sort_keys=True, default=str, ensure_ascii=False)
+        return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def prompt_text(self) -> str:
+        """The prompt as one string (the last user message for chat prompts)."""
+        if isinstance(self.prompt, str):
+            return self.prompt
+        users = [m.content for m in self.prompt if m.role == "user"]
+        return users[-1] if users else self.prompt[-1].content
+
+
+class Sample(BaseModel):
+    """A policy response to a task; token ids and logprobs are filled by the rollout engine."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: Task
+    """The task answered."""
+    response: str
+    """Decoded response text."""
+    group_index: int = 0
+    """Position within the task's group of G samples."""
+    prompt_token_ids: list[int] | None = None
+    """Prompt tokens as the policy saw them."""
+    token_ids: list[int] | None = None
+    """Response tokens."""
+    logprobs: list[float] | None = None
+    """Per-response-token log-probabilities under the sampling policy."""
+    finish_reason: str | None = None
+    """stop, length, ..."""
+    policy_version: int = 0
+    """Weight version that produced the sample."""
+
+
+class ErrorKind(StrEnum):
+    """Who is to blame for a failed grade."""
+
+    NONE = "none"
+    """Graded normally (reward may still be 0)."""
+    MODEL = "model"
+    """The model's fault: wrong, unparsable, its program timed out or crashed."""
+    INFRA = "infra"
+    """Not the model's fault: sandbox crashed, worker died, verifier bug. Retried; never trained on."""
+
+
+class Score(Frozen):
+    """The grade of one response."""
+
+    reward: float
+    """Scalar reward, usually in [0, 1]."""
+    passed: bool
+    """Whether the response counts as correct."""
+    details: dict[str, Any] = Field(default_factory=dict)
+    """Per-verifier sub-scores and diagnostics."""
+    error: ErrorKind = ErrorKind.NONE
+    """Failure attribution."""
+    message: str = ""
+    """Human-readable reason for a failure."""
+
+    @field_validator("reward")
+    @classmethod
+    def _finite(cls, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError("reward must be finite")
+        return value
+
+    @property
+    def is_infra_failure(self) -> bool:
+        return self.error is ErrorKind.INFRA
+
+    @classmethod
+    def correct(cls, reward: float = 1.0, **details: Any) -> Score:
+        return cls(reward=reward, passed=True, details=details)
+
+    @classmethod
+    def wrong(cls, reward: float = 0.0, message: str = "", **details: Any) -> Score:
+        return cls(reward=reward, passed=False, details=details, error=ErrorKind.MODEL, message=message)
+
+    @classmethod
+    def infra(cls, message: str, **details: Any) -> Score:
+        return cls(reward=0.0, passed=False, details=details, error=ErrorKind.INFRA, message=message)

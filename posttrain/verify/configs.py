@@ -1,0 +1,78 @@
+"""Verifier configs: the discriminated union that is the verifier registry.
+
+Each config is frozen and tagged by `kind`; `posttrain.verify.build_verifier` maps a config to its
+implementation. Answer extraction is a field of the text-matching verifiers.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from posttrain.config import StrictModel
+
+ExtractMode = Literal["none", "auto", "boxed", "answer_tag", "hashes", "last_number", "final_line"]
+"""How to pull the answer out of a response: `auto` tries boxed, `Answer:`, `####`, then the final line."""
+
+
+class ExactConfig(StrictModel):
+    kind: Literal["exact"] = "exact"
+    """Exact string match after extraction and whitespace strip."""
+    extract: ExtractMode = "auto"
+    """Answer extraction mode."""
+
+
+class NormalizedConfig(StrictModel):
+    kind: Literal["normalized"] = "normalized"
+    """String match after case folding, whitespace collapsing and punctuation trimming."""
+    extract: ExtractMode = "auto"
+    """Answer extraction mode."""
+    case_sensitive: bool = False
+    """Keep case when comparing."""
+
+
+class NumericConfig(StrictModel):
+    kind: Literal["numeric"] = "numeric"
+    """Numbers equal within a tolerance."""
+    extract: ExtractMode = "auto"
+    """Answer extraction mode (falls back to the last number)."""
+    rel_tol: float = 1e-6
+    """Relative tolerance."""
+    abs_tol: float = 1e-9
+    """Absolute tolerance."""
+
+
+class MathConfig(StrictModel):
+    kind: Literal["math"] = "math"
+    """Symbolic/numeric equivalence via math-verify, run in a worker process's main thread."""
+    timeout_s: float = 5.0
+    """Per-response parse+verify budget."""
+
+
+class ReasoningGymConfig(StrictModel):
+    kind: Literal["reasoning_gym"] = "reasoning_gym"
+    """The generator's own `score_answer`."""
+    dataset: str
+    """reasoning-gym dataset name."""
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Dataset config used to rebuild the scorer."""
+    extract: ExtractMode = "auto"
+    """Answer extraction before scoring."""
+    pass_threshold: float = 1.0
+    """Reward at or above which the response counts as passed."""
+
+
+class PluginVerifierConfig(StrictModel):
+    kind: Literal["plugin"] = "plugin"
+    """An out-of-tree verifier."""
+    plugin: str
+    """`package.module:attr`, a callable taking `params` and returning a Verifier."""
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Keyword arguments for the plugin factory."""
+
+
+VerifierConfig = Annotated[
+    ExactConfig | NormalizedConfig | NumericConfig | MathConfig | ReasoningGymConfig | PluginVerifierConfig,
+    Field(discriminator="kind"),
+]
