@@ -8,6 +8,8 @@ grading (a family only names its verifier config).
 
 from __future__ import annotations
 
+import hashlib
+import random
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
@@ -30,3 +32,14 @@ class DomainFamily(Protocol):
     def verifier(self, domain: DomainSpec) -> VerifierConfig:
         """The config of the verifier that grades this domain's tasks."""
         ...
+
+
+def task_rng(seed: int, domain_id: str, index: int) -> random.Random:
+    """An RNG that depends only on (seed, domain, index): generation is random-access and reproducible."""
+    digest = hashlib.blake2b(f"{seed}\x00{domain_id}\x00{index}".encode(), digest_size=8).digest()
+    return random.Random(int.from_bytes(digest, "little"))
+
+
+def task_id(domain_id: str, index: int) -> str:
+    """The id of a generated task: `<domain id>#<index>`."""
+    return f"{domain_id}#{index}"

@@ -1,0 +1,1 @@
+"""Task taxonomy, domain registry and the task pool."""

@@ -1,0 +1,1 @@
+"""Domain families: each turns a config into domains and generates their tasks by index."""

@@ -1,0 +1,117 @@
+"""The task pool: seeded sampling of tasks per domain and split, without materialising streams.
+
+Split rule: a task is in `eval` iff the first 8 bytes of its content hash, as a fraction of 2**64, fall
+below `eval_fraction` — a pure function of content, so the same prompt and gold can never sit in both
+splits whatever its index, seed or source. Sampling draws indices from the caller's RNG and keeps tasks
+of the requested split (rejection sampling for unbounded streams; a cached index list for finite
+datasets). `eval_tasks` gives a fixed, ordered evaluation set per domain.
+Not here: how many tasks each domain gets (the curriculum decides) or grading.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from typing import Literal
+
+from posttrain.config import ConfigError
+from posttrain.tasks.registry import Domain, DomainRegistry
+from posttrain.types import Task
+
+Split = Literal["train", "eval"]
+
+_MAX_DRAWS_PER_TASK = 200
+"""Rejection-sampling budget: draws allowed per requested task before giving up on a domain."""
+
+
+class TaskPool:
+    """Random access to the tasks of every registered domain."""
+
+    def __init__(self, registry: DomainRegistry, seed: int = 0, eval_fraction: float = 0.1) -> None:
+        self.registry = registry
+        self.seed = seed
+        self.eval_fraction = eval_fraction
+        self._finite_split: dict[tuple[str, str], list[int]] = {}
+        self._ids: dict[str, dict[str, int]] = {}
+
+    def split_of(self, task: Task) -> Split:
+        fraction = int(task.content_hash[:16], 16) / 2.0**64
+        return "eval" if fraction < self.eval_fraction else "train"
+
+    def task(self, domain_id: str, index: int) -> Task:
+        domain = self.registry.get(domain_id)
+        return domain.family.task(domain.spec, index, self.seed)
+
+    def sample(self, domain_id: str, n: int, split: Split = "train", rng: random.Random | None = None) -> list[Task]:
+        """`n` tasks of `split` drawn with replacement; raises ConfigError if the split is empty."""
+        rng = rng or random.Random(self.seed)
+        domain = self.registry.get(domain_id)
+        if domain.spec.size is not None:
+            indices = self._indices(domain, split)
+            if not indices:
+                raise ConfigError(f"domain {domain_id!r} has no {split} tasks")
+            return [domain.family.task(domain.spec, rng.choice(indices), self.seed) for _ in range(n)]
+        tasks: list[Task] = []
+        for _ in range(n * _MAX_DRAWS_PER_TASK):
+            if len(tasks) == n:
+                break
+            task = domain.family.task(domain.spec, rng.randrange(2**31), self.seed)
+            if self.split_of(task) == split:
+                tasks.append(task)
+        if len(tasks) < n:
+            raise ConfigError(f"domain {domain_id!r}: could not draw {n} {split} tasks")
+        return tasks
+
+    def eval_tasks(self, domain_id: str, n: int) -> list[Task]:
+        """The first `n` distinct eval-split tasks in index order: a fixed evaluation set."""
+        out: dict[str, Task] = {}
+        for task in self.iter_split(domain_id, "eval"):
+            out.setdefault(task.content_hash, task)
+            if len(out) == n:
+                break
+        return list(out.values())
+
+    def iter_split(self, domain_id: str, split: Split, max_index: int | None = None) -> Iterator[Task]:
+        """Tasks of one split in index order (finite domains end; streams stop at `max_index`)."""
+        domain = self.registry.get(domain_id)
+        limit = domain.spec.size if domain.spec.size is not None else (max_index or 200_000)
+        for index in range(limit):
+            task = domain.family.task(domain.spec, index, self.seed)
+            if self.split_of(task) == split:
+                yield task
+
+    def get(self, task_id: str) -> Task:
+        """Look a task up by id (`<domain id>#<index or dataset id>`)."""
+        domain_id, sep, key = task_id.rpartition("#")
+        if not sep:
+            raise ConfigError(f"task id {task_id!r} is not of the form '<domain id>#<key>'")
+        domain = self.registry.get(domain_id)
+        size = domain.spec.size
+        if key.isdigit() and (size is None or int(key) < size):
+            task = domain.family.task(domain.spec, int(key), self.seed)
+            if task.id == task_id:
+                return task
+        index = self._id_index(domain).get(task_id)
+        if index is None:
+            raise ConfigError(f"unknown task id {task_id!r}")
+        return domain.family.task(domain.spec, index, self.seed)
+
+    def counts(self) -> dict[str, int | None]:
+        """Number of distinct task indices per domain (None: unbounded stream)."""
+        return {spec.id: spec.size for spec in self.registry.specs()}
+
+    def _indices(self, domain: Domain, split: Split) -> list[int]:
+        key = (domain.spec.id, split)
+        if key not in self._finite_split:
+            spec = domain.spec
+            assert spec.size is not None
+            tasks = (domain.family.task(spec, i, self.seed) for i in range(spec.size))
+            self._finite_split[key] = [i for i, t in enumerate(tasks) if self.split_of(t) == split]
+        return self._finite_split[key]
+
+    def _id_index(self, domain: Domain) -> dict[str, int]:
+        spec = domain.spec
+        if spec.id not in self._ids:
+            tasks = (domain.family.task(spec, i, self.seed) for i in range(spec.size or 0))
+            self._ids[spec.id] = {t.id: i for i, t in enumerate(tasks)}
+        return self._ids[spec.id]

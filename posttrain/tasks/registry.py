@@ -1,0 +1,218 @@
+"""The domain registry: family configs in, domains (spec + generator + verifier config) out.
+
+The discriminated union `FamilyConfig` *is* the list of family kinds; `build_family` is the one
+explicit mapping from config type to implementation; out-of-tree families enter through
+`kind: plugin`. A domains file is YAML validated by `DomainsConfig`; with no `domains` key it holds
+every built-in family at every level. Guarantees: domain ids are unique (a clash is a ConfigError),
+unknown ids fail with the closest known ids suggested.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import importlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from posttrain.config import ConfigError, StrictModel, load_config
+from posttrain.tasks.base import DomainFamily
+from posttrain.tasks.families.arithmetic import ArithmeticConfig, ArithmeticFamily
+from posttrain.tasks.families.jsonl import JsonlConfig, JsonlFamily
+from posttrain.tasks.families.lists import ListsConfig, ListsFamily
+from posttrain.tasks.families.reasoning_gym import ReasoningGymFamily, ReasoningGymFamilyConfig
+from posttrain.tasks.families.strings import StringsConfig, StringsFamily
+from posttrain.types import DomainSpec
+from posttrain.verify.configs import VerifierConfig
+
+
+class PluginFamilyConfig(StrictModel):
+    kind: Literal["plugin"] = "plugin"
+    """An out-of-tree family."""
+    plugin: str
+    """`package.module:attr`: a callable taking `params` as keyword arguments, returning a DomainFamily."""
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Keyword arguments for the factory."""
+
+
+FamilyConfig = Annotated[
+    ArithmeticConfig
+    | StringsConfig
+    | ListsConfig
+    | JsonlConfig
+    | ReasoningGymFamilyConfig
+    | PluginFamilyConfig,
+    Field(discriminator="kind"),
+]
+
+
+def _build_plugin(config: PluginFamilyConfig) -> DomainFamily:
+    factory = load_plugin(config.plugin)
+    family = factory(**config.params)
+    if not isinstance(family, DomainFamily):
+        raise ConfigError(f"plugin {config.plugin!r} did not return a DomainFamily")
+    return family
+
+
+_BUILDERS: dict[type, Callable[[Any], DomainFamily]] = {
+    ArithmeticConfig: ArithmeticFamily,
+    StringsConfig: StringsFamily,
+    ListsConfig: ListsFamily,
+    JsonlConfig: JsonlFamily,
+    ReasoningGymFamilyConfig: ReasoningGymFamily,
+    PluginFamilyConfig: _build_plugin,
+}
+
+
+def build_family(config: Any) -> DomainFamily:
+    """Instantiate the family a config describes."""
+    return _BUILDERS[type(config)](config)
+
+
+def load_plugin(spec: str) -> Any:
+    """Resolve `package.module:attr` to the object it names; failures are ConfigErrors."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ConfigError(f"plugin {spec!r}: expected 'package.module:attr'")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"plugin {spec!r}: {exc}") from None
+    return obj
+
+
+class DomainEntry(StrictModel):
+    """One family in a domains file, with optional per-domain overrides."""
+
+    family: FamilyConfig
+    """The family and its parameters."""
+    include: list[str] = Field(default_factory=lambda: ["*"])
+    """Glob patterns over domain ids: only matching domains of the family are kept."""
+    target_pass_rate: float | None = Field(None, ge=0.0, le=1.0)
+    """Override of every kept domain's target pass rate."""
+    min_weight: float | None = Field(None, ge=0.0, le=1.0)
+    """Override of the sampling-weight floor."""
+    max_weight: float | None = Field(None, ge=0.0, le=1.0)
+    """Override of the sampling-weight ceiling."""
+    verifier: VerifierConfig | None = None
+    """Override of the family's verifier."""
+
+
+def _all_builtin() -> list[DomainEntry]:
+    return [
+        DomainEntry(family=ArithmeticConfig()),
+        DomainEntry(family=StringsConfig()),
+        DomainEntry(family=ListsConfig()),
+        DomainEntry(family=ReasoningGymFamilyConfig()),
+    ]
+
+
+class DomainsConfig(StrictModel):
+    """A domains file: which domains exist for a run and how tasks are split."""
+
+    seed: int = 0
+    """Generation seed: the same seed yields the same tasks everywhere."""
+    eval_fraction: float = Field(0.1, gt=0.0, lt=1.0)
+    """Share of task contents (by hash) reserved for evaluation."""
+    domains: list[DomainEntry] = Field(default_factory=_all_builtin)
+    """The families; default: every built-in family at every level."""
+
+
+@dataclass(frozen=True)
+class Domain:
+    """A registry row: the spec, its generator, and the verifier config that grades it."""
+
+    spec: DomainSpec
+    family: DomainFamily
+    verifier: VerifierConfig
+
+
+class UnknownDomainError(ConfigError):
+    """A domain id that is not in the registry."""
+
+
+class DomainRegistry:
+    """All domains of a run, by id, in declaration order."""
+
+    def __init__(self, entries: Iterable[DomainEntry]) -> None:
+        self._domains: dict[str, Domain] = {}
+        self.problems: list[str] = []
+        for entry in entries:
+            self._add_entry(entry)
+
+    @classmethod
+    def from_config(cls, config: DomainsConfig) -> DomainRegistry:
+        return cls(config.domains)
+
+    def _add_entry(self, entry: DomainEntry) -> None:
+        family = build_family(entry.family)
+        self.problems.extend(getattr(family, "problems", []))
+        updates = {
+            key: getattr(entry, key)
+            for key in ("target_pass_rate", "min_weight", "max_weight")
+            if getattr(entry, key) is not None
+        }
+        if entry.verifier is not None:
+            updates["verifier"] = entry.verifier.kind
+        for spec in family.domains():
+            if not any(fnmatch.fnmatchcase(spec.id, pattern) for pattern in entry.include):
+                continue
+            if spec.id in self._domains:
+                raise ConfigError(f"domain {spec.id!r} is declared twice")
+            verifier = entry.verifier or family.verifier(spec)
+            self._domains[spec.id] = Domain(spec.model_copy(update=updates), family, verifier)
+
+    def __len__(self) -> int:
+        return len(self._domains)
+
+    def __contains__(self, domain_id: object) -> bool:
+        return domain_id in self._domains
+
+    def ids(self) -> list[str]:
+        return list(self._domains)
+
+    def specs(self) -> list[DomainSpec]:
+        return [d.spec for d in self._domains.values()]
+
+    def get(self, domain_id: str) -> Domain:
+        try:
+            return self._domains[domain_id]
+        except KeyError:
+            close = difflib.get_close_matches(domain_id, self._domains, n=3, cutoff=0.5)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise UnknownDomainError(f"unknown domain {domain_id!r}{hint}") from None
+
+    def select(self, patterns: Sequence[str]) -> list[str]:
+        """Ids matching any glob pattern (an exact id matches itself); unknown exact ids raise."""
+        chosen: list[str] = []
+        for pattern in patterns:
+            if not any(ch in pattern for ch in "*?["):
+                self.get(pattern)
+            chosen.extend(i for i in self._domains if fnmatch.fnmatchcase(i, pattern) and i not in chosen)
+        return chosen
+
+
+def load_domains(path: str | Path | None, overrides: Sequence[str] = ()) -> DomainsConfig:
+    """Read a domains YAML (None: the built-in default), resolving JSONL paths against its folder."""
+    config = load_config(DomainsConfig, path, overrides)
+    return config if path is None else resolve_paths(config, Path(path).resolve().parent)
+
+
+def resolve_paths(config: DomainsConfig, base: Path) -> DomainsConfig:
+    """Make relative dataset paths absolute against `base` (the folder of the YAML declaring them)."""
+    entries = [_resolve_entry(entry, base) for entry in config.domains]
+    return config.model_copy(update={"domains": entries})
+
+
+def _resolve_entry(entry: DomainEntry, base: Path) -> DomainEntry:
+    family = entry.family
+    if isinstance(family, JsonlConfig) and not family.path.is_absolute():
+        family = family.model_copy(update={"path": base / family.path})
+        return entry.model_copy(update={"family": family})
+    return entry

@@ -1,0 +1,78 @@
+"""Domain validation: the gold answer scores 1.0, empty and garbage answers score 0.0, deterministically.
+
+Run for any set of domains by `posttrain domains validate` and by the contract tests. Each check
+regenerates its tasks twice and scores every response twice, so non-determinism in a family or a
+verifier is caught too. A verifier that raises is reported as a failure, never propagated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from posttrain.tasks.pool import TaskPool
+from posttrain.types import Score, Task
+from posttrain.verify import Verifier, build_verifier
+
+GARBAGE_RESPONSE = "zzq ~~ ###garbage### \x00 \\boxed{qqzx} Answer: nonsense-token-7f3"
+"""A response no verifier should accept."""
+
+
+@dataclass
+class DomainCheck:
+    """The outcome of validating one domain."""
+
+    domain_id: str
+    num_tasks: int = 0
+    failures: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+def validate_domain(pool: TaskPool, domain_id: str, num_tasks: int = 3) -> DomainCheck:
+    """Check gold = 1.0, empty = 0.0 and garbage = 0.0 on `num_tasks` tasks of one domain."""
+    check = DomainCheck(domain_id)
+    try:
+        domain = pool.registry.get(domain_id)
+        verifier = build_verifier(domain.verifier)
+        tasks = [pool.task(domain_id, i) for i in range(_num_indices(pool, domain_id, num_tasks))]
+        again = [pool.task(domain_id, i) for i in range(len(tasks))]
+    except Exception as exc:  # a broken family is a validation failure, reported not raised
+        check.failures.append(f"generation failed: {type(exc).__name__}: {exc}")
+        return check
+    if tasks != again:
+        check.failures.append("task generation is not deterministic")
+    for task in tasks:
+        check.num_tasks += 1
+        _expect(check, verifier, task, task.answer or "", "gold", lambda s: s.reward == 1.0 and s.passed)
+        _expect(check, verifier, task, "", "empty", _is_zero)
+        _expect(check, verifier, task, GARBAGE_RESPONSE, "garbage", _is_zero)
+    return check
+
+
+def _num_indices(pool: TaskPool, domain_id: str, wanted: int) -> int:
+    size = pool.registry.get(domain_id).spec.size
+    return wanted if size is None else min(wanted, size)
+
+
+def _is_zero(score: Score) -> bool:
+    return score.reward == 0.0 and not score.passed and not score.is_infra_failure
+
+
+def _expect(
+    check: DomainCheck, verifier: Verifier, task: Task, response: str, label: str, ok: Callable[[Score], bool]
+) -> None:
+    try:
+        first, second = verifier.score(task, response), verifier.score(task, response)
+    except Exception as exc:
+        check.failures.append(f"{task.id}: {label} answer raised {type(exc).__name__}: {exc}")
+        return
+    if first != second:
+        check.failures.append(f"{task.id}: {label} answer scored non-deterministically")
+    elif not ok(first):
+        check.failures.append(
+            f"{task.id}: {label} answer scored reward={first.reward} passed={first.passed} {first.message}".rstrip()
+        )
