@@ -118,9 +118,7 @@ def aggregate(
     return masked.sum() / (normalizer.seq_len_norm * normalizer.num_seqs)
 
 
-def log_importance_ratio(
-    logprobs: Tensor, old_logprobs: Tensor, mask: Tensor, level: RatioLevel
-) -> Tensor:
+def log_importance_ratio(logprobs: Tensor, old_logprobs: Tensor, mask: Tensor, level: RatioLevel) -> Tensor:
     """Log of the importance ratio per token `[B, T]` (GSPO: the response's mean, on every token)."""
     is_token = mask.bool()
     log_ratio = torch.where(is_token, logprobs - old_logprobs, torch.zeros_like(logprobs))  # [B, T]

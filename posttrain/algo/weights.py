@@ -29,6 +29,4 @@ def domain_sample_weights(
     if missing:
         raise KeyError(f"no coefficient for domains {missing}")
     batch_size = len(domain_ids)
-    return torch.tensor(
-        [batch_size * domain_coefs[d] / counts[d] for d in domain_ids], dtype=torch.float32
-    )
+    return torch.tensor([batch_size * domain_coefs[d] / counts[d] for d in domain_ids], dtype=torch.float32)
