@@ -8,6 +8,7 @@ worker is an infra failure. Verifiers that need a sandbox or a main thread (math
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from posttrain.types import Score, Task
@@ -20,3 +21,32 @@ class Verifier(Protocol):
     def score(self, task: Task, response: str) -> Score:
         """Deterministic grade; never raises."""
         ...
+
+
+def score_safely(verifier: Verifier, task: Task, response: object) -> Score:
+    """`verifier.score`, with a non-str response treated as text and any exception (a verifier bug,
+    never the model's fault) turned into an infra failure."""
+    text = response if isinstance(response, str) else ("" if response is None else str(response))
+    try:
+        score = verifier.score(task, text)
+    except Exception as exc:  # the contract says never raise; a raise is a bug in the verifier
+        return Score.infra(f"{type(verifier).__name__} raised {type(exc).__name__}: {exc}"[:500])
+    if not isinstance(score, Score):
+        return Score.infra(f"{type(verifier).__name__} returned {type(score).__name__}, not a Score")
+    return score
+
+
+class GoldError(ValueError):
+    """A task's gold data is missing or unusable: the task's fault, so graded as an infra failure."""
+
+
+def guarded(grade: Callable[[Task, str], Score], task: Task, response: str) -> Score:
+    """Run a verifier's grading function so that it never raises: bad gold data or a bug is infra."""
+    try:
+        return grade(task, response)
+    except GoldError as exc:
+        return Score.infra(f"task {task.id}: {exc}")
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # some libraries' timeouts derive from BaseException
+        return Score.infra(f"verifier bug on task {task.id}: {type(exc).__name__}: {exc}"[:500])

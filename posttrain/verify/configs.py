@@ -12,8 +12,12 @@ from pydantic import Field
 
 from posttrain.config import StrictModel
 
-ExtractMode = Literal["none", "auto", "boxed", "answer_tag", "hashes", "last_number", "final_line"]
-"""How to pull the answer out of a response: `auto` tries boxed, `Answer:`, `####`, then the final line."""
+ExtractMode = Literal[
+    "none", "auto", "boxed", "answer_tag", "hashes", "last_number", "final_line", "answer_block"
+]
+"""How to pull the answer out of a response (see `posttrain.verify.extract`): `auto` tries boxed,
+`<answer>`/`Answer:`, `####`, then the final line; `answer_block` tries `<answer>`, boxed, then the
+whole response (for multi-line answers such as grids)."""
 
 
 class ExactConfig(StrictModel):
@@ -57,10 +61,13 @@ class ReasoningGymConfig(StrictModel):
     """reasoning-gym dataset name."""
     params: dict[str, Any] = Field(default_factory=dict)
     """Dataset config used to rebuild the scorer."""
-    extract: ExtractMode = "auto"
+    extract: ExtractMode = "answer_block"
     """Answer extraction before scoring."""
     pass_threshold: float = 1.0
-    """Reward at or above which the response counts as passed."""
+    """Scorer value at or above which the response counts as passed."""
+    partial_credit: bool = False
+    """Reward the scorer's raw value; when False the reward is 1.0 if passed else 0.0 (the scorers give
+    small formatting credit, 0.01-0.05, to any non-empty answer, which would otherwise reward garbage)."""
 
 
 class PluginVerifierConfig(StrictModel):
