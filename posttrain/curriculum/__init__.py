@@ -1,0 +1,46 @@
+"""Curriculum: adaptive per-domain sampling weights, difficulty targeting inside a domain, dynamic
+sampling of informative groups, per-domain loss weighting, and a simulator to compare them on.
+
+Pure Python + numpy; nothing here imports torch. Entry points:
+  build_scheduler(config, domains=[...], targets=..., min_weights=..., max_weights=...) -> DomainScheduler
+  DomainStats(n, mean_reward, pass_rate, mean_abs_advantage, zero_variance_fraction)
+  SchedulerConfig (discriminated union by `kind`), DefaultSchedulerConfig
+  fill_informative_groups(groups, draw, ...) -> (kept, FilterReport)      (dynamic sampling)
+  domain_loss_coefficients(domain_ids, token_counts, weights, mode)        (loss weighting)
+  DifficultyTargeter                                                       (levels inside a domain)
+"""
+
+from posttrain.curriculum.configs import (
+    BanditSchedulerConfig,
+    DefaultSchedulerConfig,
+    LearnabilitySchedulerConfig,
+    LearningProgressSchedulerConfig,
+    PluginSchedulerConfig,
+    SchedulerConfig,
+    ShapingConfig,
+    SignalConfig,
+    StaticSchedulerConfig,
+    TargetMultiplicativeSchedulerConfig,
+    UniformSchedulerConfig,
+)
+from posttrain.curriculum.scheduler import DomainScheduler, WeightedScheduler, build_scheduler
+from posttrain.curriculum.stats import DomainStats, domain_stats_from_groups
+
+__all__ = [
+    "BanditSchedulerConfig",
+    "DefaultSchedulerConfig",
+    "DomainScheduler",
+    "DomainStats",
+    "LearnabilitySchedulerConfig",
+    "LearningProgressSchedulerConfig",
+    "PluginSchedulerConfig",
+    "SchedulerConfig",
+    "ShapingConfig",
+    "SignalConfig",
+    "StaticSchedulerConfig",
+    "TargetMultiplicativeSchedulerConfig",
+    "UniformSchedulerConfig",
+    "WeightedScheduler",
+    "build_scheduler",
+    "domain_stats_from_groups",
+]

@@ -1,0 +1,194 @@
+"""The domain scheduler: `build_scheduler(config, domains=...)` and the `DomainScheduler` protocol.
+
+Every built-in kind is one `WeightedScheduler` composed of a `DomainTracker` (running estimates), a
+`WeightRule` (the kind's policy) and the shared shaping (unlearnable cap, smoothing, floors/ceilings).
+Guarantees after construction and after every `update`: weights are finite, sum to 1 and respect every
+floor and ceiling; `batch_counts` sums to the batch size; `state_dict` is JSON-serialisable and
+`load_state_dict` restores behaviour exactly. Domains missing from an `update` were not sampled that
+step: their estimates keep their value but lose evidence. Not here: sampling tasks inside a domain.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+from pydantic import ValidationError
+
+from posttrain.config import ConfigError, format_validation_error
+from posttrain.curriculum import rules
+from posttrain.curriculum.configs import (
+    SCHEDULER_CONFIG_ADAPTER,
+    BanditSchedulerConfig,
+    DefaultSchedulerConfig,
+    LearnabilitySchedulerConfig,
+    LearningProgressSchedulerConfig,
+    PluginSchedulerConfig,
+    ShapingConfig,
+    StaticSchedulerConfig,
+    TargetMultiplicativeSchedulerConfig,
+    UniformSchedulerConfig,
+)
+from posttrain.curriculum.shaping import allocate_counts, effective_bounds, project_to_bounds, smooth
+from posttrain.curriculum.stats import DomainStats
+from posttrain.curriculum.tracker import DomainTracker
+
+
+@runtime_checkable
+class DomainScheduler(Protocol):
+    """Per-domain sampling weights that adapt to training statistics."""
+
+    domains: tuple[str, ...]
+
+    def weights(self) -> dict[str, float]: ...
+
+    def update(self, stats: Mapping[str, DomainStats], step: int) -> None: ...
+
+    def batch_counts(self, batch_size: int, rng: np.random.Generator) -> dict[str, int]: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None: ...
+
+
+class WeightedScheduler:
+    """Tracker + rule + shaping; see the module docstring for the guarantees."""
+
+    def __init__(
+        self,
+        kind: str,
+        domains: Sequence[str],
+        targets: np.ndarray,
+        rule: rules.WeightRule,
+        tracker: DomainTracker,
+        shaping: ShapingConfig,
+        bounds: tuple[np.ndarray, np.ndarray],
+    ):
+        self.kind = kind
+        self.domains = tuple(domains)
+        self.index = {d: i for i, d in enumerate(self.domains)}
+        self.targets = targets
+        self.rule = rule
+        self.tracker = tracker
+        self.shaping = shaping
+        self.lo, self.hi = bounds
+        self.last_step = -1
+        self.current = project_to_bounds(rule.initial_weights(), self.lo, self.hi)
+
+    def weights(self) -> dict[str, float]:
+        return dict(zip(self.domains, self.current.tolist(), strict=True))
+
+    def weights_array(self) -> np.ndarray:
+        """Weights in `domains` order (a copy)."""
+        return self.current.copy()
+
+    def update(self, stats: Mapping[str, DomainStats], step: int) -> None:
+        unknown = [name for name in stats if name not in self.index]
+        if unknown:
+            raise KeyError(f"update for unknown domains {unknown[:5]}")
+        seen = self.tracker.observe(self.index, stats, step)
+        raw = self.rule.raw_weights(self.tracker, self.current, seen)
+        total = float(np.sum(raw))
+        proposed = raw / total if np.isfinite(total) and total > 0 else np.full_like(raw, 1.0 / raw.size)
+        mixed = smooth(self.current, proposed, self.shaping.smoothing)
+        self.current = project_to_bounds(mixed, self.lo, self._ceilings())
+        self.last_step = step
+
+    def _ceilings(self) -> np.ndarray:
+        if not self.shaping.unlearnable_cap or not self.tracker.stuck.any():
+            return self.hi
+        cap = self.shaping.unlearnable_cap_vs_uniform / len(self.domains)
+        capped = np.where(self.tracker.stuck, np.maximum(np.minimum(self.hi, cap), self.lo), self.hi)
+        # If nearly everything is stuck the caps cannot hold a full batch; fall back to plain ceilings.
+        return capped if capped.sum() >= 1.0 else self.hi
+
+    def batch_counts(self, batch_size: int, rng: np.random.Generator) -> dict[str, int]:
+        counts = allocate_counts(self.current, batch_size, rng)
+        return dict(zip(self.domains, counts.tolist(), strict=True))
+
+    def unlearnable(self) -> list[str]:
+        """Domains currently held at the unlearnable cap."""
+        return [d for d, s in zip(self.domains, self.tracker.stuck.tolist(), strict=True) if s]
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "domains": list(self.domains),
+            "last_step": self.last_step,
+            "weights": self.current.tolist(),
+            "tracker": self.tracker.state_dict(),
+            "rule": self.rule.state_dict(),
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        if state.get("kind") != self.kind or list(state.get("domains", [])) != list(self.domains):
+            raise ValueError("scheduler state is for a different kind or domain list")
+        self.last_step = int(state["last_step"])
+        self.current = np.asarray(state["weights"], dtype=float)
+        self.tracker.load_state_dict(state["tracker"])
+        self.rule.load_state_dict(state["rule"])
+
+
+def parse_scheduler_config(config: Mapping[str, Any] | Any) -> Any:
+    """A scheduler config model from a mapping (validated) or an existing model (returned as is)."""
+    if isinstance(config, Mapping):
+        try:
+            return SCHEDULER_CONFIG_ADAPTER.validate_python(dict(config))
+        except ValidationError as exc:
+            raise ConfigError(format_validation_error(exc, "curriculum scheduler")) from None
+    return config
+
+
+def build_scheduler(
+    config: Mapping[str, Any] | Any,
+    domains: Sequence[str],
+    targets: Mapping[str, float] | None = None,
+    min_weights: Mapping[str, float] | None = None,
+    max_weights: Mapping[str, float] | None = None,
+) -> DomainScheduler:
+    """Build the scheduler for `config` (a mapping with `kind`, or a `SchedulerConfig` model).
+
+    `targets`, `min_weights`, `max_weights` override the config per domain id (e.g. from DomainSpecs).
+    """
+    cfg = parse_scheduler_config(config)
+    if not domains or len(set(domains)) != len(domains):
+        raise ConfigError("curriculum: domains must be a non-empty list of distinct ids")
+    if isinstance(cfg, PluginSchedulerConfig):
+        return _build_plugin(cfg, domains, targets)
+    target_array = np.array([(targets or {}).get(d, cfg.target) for d in domains], dtype=float)
+    bounds = effective_bounds(domains, cfg.shaping, min_weights, max_weights)
+    tracker = DomainTracker(len(domains), target_array, cfg.signals, cfg.shaping)
+    rule = _rule_for(cfg, domains)
+    return WeightedScheduler(cfg.kind, domains, target_array, rule, tracker, cfg.shaping, bounds)
+
+
+def _rule_for(cfg: Any, domains: Sequence[str]) -> rules.WeightRule:
+    num = len(domains)
+    factories: dict[type, Any] = {
+        UniformSchedulerConfig: lambda: rules.UniformRule(num),
+        StaticSchedulerConfig: lambda: rules.StaticRule(domains, cfg),
+        TargetMultiplicativeSchedulerConfig: lambda: rules.TargetMultiplicativeRule(num, cfg),
+        LearnabilitySchedulerConfig: lambda: rules.LearnabilityRule(num, cfg),
+        LearningProgressSchedulerConfig: lambda: rules.LearningProgressRule(num, cfg),
+        BanditSchedulerConfig: lambda: rules.BanditRule(num, cfg),
+        DefaultSchedulerConfig: lambda: rules.DefaultRule(num, cfg),
+    }
+    factory = factories.get(type(cfg))
+    if factory is None:
+        raise ConfigError(f"curriculum: no scheduler for config type {type(cfg).__name__}")
+    rule: rules.WeightRule = factory()
+    return rule
+
+
+def _build_plugin(
+    cfg: PluginSchedulerConfig, domains: Sequence[str], targets: Mapping[str, float] | None
+) -> DomainScheduler:
+    module_name, _, attr = cfg.plugin.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"curriculum: cannot load plugin {cfg.plugin!r}: {exc}") from None
+    scheduler: DomainScheduler = factory(domains=list(domains), targets=dict(targets or {}), options=cfg.options)
+    return scheduler
