@@ -72,4 +72,6 @@ class ReasoningGymVerifier:
         reward = min(max(raw, 0.0), 1.0) if self.config.partial_credit else float(passed)
         if passed:
             return Score.correct(reward=reward, raw_score=raw)
-        return Score.wrong(reward=reward, message="the scorer gave less than the pass threshold", raw_score=raw)
+        return Score.wrong(
+            reward=reward, message="the scorer gave less than the pass threshold", raw_score=raw
+        )

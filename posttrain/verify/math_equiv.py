@@ -63,7 +63,9 @@ class MathVerifier:
     @staticmethod
     def _parse_gold(parse: Any, reference: str, budget_s: int) -> Any:
         try:
-            parsed = parse(_wrap(reference), parsing_timeout=budget_s, raise_on_error=True)
+            parsed = parse(
+                _wrap(reference), fallback_mode="no_fallback", parsing_timeout=budget_s, raise_on_error=True
+            )
         except BaseException as exc:  # math-verify's timeout derives from BaseException
             if isinstance(exc, KeyboardInterrupt | SystemExit):
                 raise
