@@ -1,0 +1,163 @@
+"""`NativeEngine`: paged KV, radix prefix cache, tiered KV and chunked prefill in pure PyTorch.
+
+Wires the plain-Python core (block pool, radix cache, scheduler, sequences) to the model runner and
+the sampler. `generate` runs the step loop until every request has finished; requests and their
+samples finish independently. The prefix cache is keyed by weight version: `update_weights` bumps
+the version and clears it, so no KV computed with older weights is ever reused. When the engine holds
+the very module the trainer updates in place, `update_weights(model)` copies nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from posttrain.rollout.api import FinishReason, GenerationRequest, RequestOutput, SampleOutput, Session
+from posttrain.rollout.engine.attention import AttentionConfig
+from posttrain.rollout.engine.block_manager import BlockPool
+from posttrain.rollout.engine.kv_store import TieredKVStore
+from posttrain.rollout.engine.model import CausalLMWeights
+from posttrain.rollout.engine.radix import RadixCache
+from posttrain.rollout.engine.runner import ModelRunner
+from posttrain.rollout.engine.sampler import make_generator, sample_token
+from posttrain.rollout.engine.scheduler import Chunk, Scheduler
+from posttrain.rollout.engine.sequence import Sequence as Seq
+from posttrain.rollout.hf_engine import adopt_weights, load_model
+
+
+class NativeEngineConfig(BaseModel):
+    """Capacity and behaviour of the native engine."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: str = "native"
+    """Config tag."""
+    block_size: int = Field(16, ge=1)
+    """Tokens per KV block."""
+    kv_cache_tokens: int = Field(65536, ge=1)
+    """Device KV budget in tokens (rounded down to whole blocks)."""
+    max_num_seqs: int = Field(256, ge=1)
+    """Most sequences decoded together."""
+    max_prefill_tokens: int | None = Field(2048, ge=1)
+    """Prompt tokens computed per step (chunked prefill); None prefills whole prompts at once."""
+    prefix_caching: bool = True
+    """Reuse KV of shared prefixes through the radix cache."""
+    host_kv_tokens: int = Field(0, ge=0)
+    """Host-memory tier for evicted KV, in tokens; 0 disables offload to host."""
+    disk_kv_dir: str | None = None
+    """Directory for the disk tier (memory-mapped files); None disables it."""
+    attention: AttentionConfig = AttentionConfig()
+    """Exact attention (default) or an opt-in sparse mode."""
+    trace_logits: bool = False
+    """Keep every step's raw logits in `SampleOutput.logits` (tests and divergence measurements)."""
+
+
+class NativeEngine:
+    """The native `RolloutEngine` (see module docstring)."""
+
+    def __init__(self, model: Any, config: NativeEngineConfig | None = None) -> None:
+        self.config = config or NativeEngineConfig()
+        self.model = load_model(model)
+        self.weights = CausalLMWeights(self.model)
+        bs = self.config.block_size
+        num_blocks = max(1, self.config.kv_cache_tokens // bs)
+        self.pool = BlockPool(num_blocks, bs)
+        self.runner = ModelRunner(self.weights, num_blocks, bs, self.config.attention)
+        tiered = self.config.host_kv_tokens > 0 or self.config.disk_kv_dir is not None
+        self.store = TieredKVStore(self.config.host_kv_tokens, self.config.disk_kv_dir,
+                                   pin_memory=self.weights.device.type == "cuda") if tiered else None
+        self.radix = RadixCache(self.pool, self.runner, self.store)
+        self.scheduler = Scheduler(self.pool, self.radix, self.config.max_num_seqs,
+                                   self.config.max_prefill_tokens, self.config.prefix_caching)
+        self.version = 0
+        self._next_seq_id = 0
+        self._counters: dict[str, float] = {"steps": 0, "generated_tokens": 0, "requests": 0,
+                                            "max_step_s": 0.0}
+
+    # ---- RolloutEngine --------------------------------------------------------------------
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[RequestOutput]:
+        start_s = time.perf_counter()
+        seqs = [self._add(i, r) for i, r in enumerate(requests)]
+        while self.scheduler.has_work:
+            self.step()
+        return [self._output(i, r, seqs, start_s) for i, r in enumerate(requests)]
+
+    def update_weights(self, model_or_state_dict: Any, version: int | None = None) -> None:
+        if self.scheduler.has_work:
+            raise RuntimeError("update_weights while requests are in flight")
+        if model_or_state_dict is not self.model:
+            self.model = adopt_weights(self.model, model_or_state_dict)
+            self.weights = CausalLMWeights(self.model)
+            self.runner.w = self.weights
+        self.version = self.version + 1 if version is None else version
+        self.radix.reset(self.version)
+
+    def stats(self) -> dict[str, float]:
+        out: dict[str, float] = dict(self._counters)
+        out.update(self.scheduler.counters)
+        out.update(self.radix.counters)
+        if self.store is not None:
+            out.update(self.store.counters)
+        out["peak_kv_blocks"] = self.pool.peak_used
+        out["peak_kv_mb"] = self.pool.peak_used * self.pool.block_size * self.runner.bytes_per_token / 2**20
+        out["kv_blocks_total"] = self.pool.num_blocks
+        out["weight_version"] = self.version
+        return out
+
+    def open_session(self) -> Session:
+        return Session(self)
+
+    # ---- the loop -------------------------------------------------------------------------
+    def step(self) -> None:
+        """Schedule, run the model and sample once."""
+        t0 = time.perf_counter()
+        chunks = self.scheduler.schedule()
+        if not chunks:
+            raise RuntimeError("no progress possible: KV budget too small for a single sequence")
+        logits = self.runner.forward(chunks)  # [M, V]
+        self._sample(chunks, logits)
+        self.scheduler.complete(chunks)
+        self._counters["steps"] += 1
+        self._counters["max_step_s"] = max(self._counters["max_step_s"], time.perf_counter() - t0)
+
+    def _sample(self, chunks: list[Chunk], logits: torch.Tensor) -> None:
+        row = 0
+        now = time.perf_counter()
+        for chunk in chunks:
+            if not chunk.needs_logits:
+                continue
+            seq = chunk.seq
+            token, logprob = sample_token(logits[row], seq.params, seq.generator)
+            if self.config.trace_logits:
+                seq.logits_trace.append(logits[row].clone())
+            seq.append_token(token, logprob)
+            if seq.first_token_s is None:
+                seq.first_token_s = now
+            self._counters["generated_tokens"] += 1
+            row += 1
+
+    def _add(self, index: int, request: GenerationRequest) -> list[Seq]:
+        seqs = []
+        for j in range(request.params.n):
+            seq = Seq(self._next_seq_id, index, j, list(request.prompt_ids), len(request.prompt_ids),
+                      request.params, make_generator(request.params, j, self.weights.device))
+            self._next_seq_id += 1
+            self.scheduler.add(seq)
+            seqs.append(seq)
+        self._counters["requests"] += 1
+        return seqs
+
+    def _output(self, index: int, request: GenerationRequest, seqs: list[list[Seq]],
+                start_s: float) -> RequestOutput:
+        samples = []
+        for seq in seqs[index]:
+            trace = torch.stack(seq.logits_trace) if seq.logits_trace else None
+            reason: FinishReason = "stop" if seq.finish_reason == "stop" else "length"
+            samples.append(SampleOutput(seq.generated_ids, list(seq.logprobs), reason, trace))
+        first = min((s.first_token_s or start_s) for s in seqs[index])
+        return RequestOutput(request.request_id, list(request.prompt_ids), samples,
+                             {"ttft_s": first - start_s})

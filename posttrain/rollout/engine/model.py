@@ -1,0 +1,103 @@
+"""A Llama/Qwen2/Qwen3 forward over a paged KV cache, using a `transformers` model's own weights.
+
+The weights are read from the HF module at every call (no copy), so a trainer that updates the same
+module in place is seen immediately. The maths mirrors `transformers` op for op (RMSNorm in float32,
+rotate-half RoPE from the model's own rotary module, so any `rope_scaling` it supports applies; GQA;
+SwiGLU MLP; Qwen3's per-head q/k norms; biases where the config has them) so greedy decoding matches
+`generate` token for token. Not supported: per-layer sliding windows of the HF model (Qwen2
+`use_sliding_window`), dynamic RoPE that depends on the sequence length.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "qwen3")
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """RMSNorm exactly as `transformers` computes it (float32 statistics)."""
+    dtype = x.dtype
+    x32 = x.to(torch.float32)
+    x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * x32.to(dtype)
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class CausalLMWeights:
+    """Views of a HF causal LM's modules plus the shapes the runner needs."""
+
+    def __init__(self, model: Any) -> None:
+        config = model.config
+        if config.model_type not in SUPPORTED_MODEL_TYPES:
+            raise ValueError(f"native engine supports {SUPPORTED_MODEL_TYPES}, got {config.model_type!r}; "
+                             "use HFEngine for other architectures")
+        self.model = model
+        self.decoder = model.model
+        self.num_layers = config.num_hidden_layers
+        self.num_heads = config.num_attention_heads
+        self.num_kv_heads = config.num_key_value_heads
+        self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+        self.eps = config.rms_norm_eps
+        self.has_qk_norm = config.model_type == "qwen3"
+        first = next(model.parameters())
+        self.dtype, self.device = first.dtype, first.device
+        self._rope_cache: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def rope(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos, sin `[N, D]` for `positions` `[N]` from the model's rotary module (cached table)."""
+        needed = int(positions.max().item()) + 1
+        if self._rope_cache is None or self._rope_cache[0].shape[0] < needed:
+            size = max(needed, 2 * (self._rope_cache[0].shape[0] if self._rope_cache else 1024))
+            ids = torch.arange(size, device=self.device)[None]  # [1, P]
+            dummy = torch.empty(1, dtype=self.dtype, device=self.device)
+            cos, sin = self.decoder.rotary_emb(dummy, ids)
+            self._rope_cache = (cos[0], sin[0])
+        cos_table, sin_table = self._rope_cache
+        return cos_table[positions], sin_table[positions]
+
+    def embed(self, token_ids: torch.Tensor) -> torch.Tensor:
+        return self.decoder.embed_tokens(token_ids)  # [N, E]
+
+    def qkv(self, layer: int, x: torch.Tensor, cos: torch.Tensor,
+            sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Normed, projected, rotated q `[N, H, D]`, k and v `[N, Hkv, D]` of layer `layer`."""
+        block = self.decoder.layers[layer]
+        attn = block.self_attn
+        h = rms_norm(x, block.input_layernorm.weight, self.eps)
+        n = x.shape[0]
+        q = attn.q_proj(h).view(n, -1, self.head_dim)
+        k = attn.k_proj(h).view(n, -1, self.head_dim)
+        v = attn.v_proj(h).view(n, -1, self.head_dim)
+        if self.has_qk_norm:
+            q = rms_norm(q, attn.q_norm.weight, self.eps)
+            k = rms_norm(k, attn.k_norm.weight, self.eps)
+        cos, sin = cos[:, None, :], sin[:, None, :]  # [N, 1, D]
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        return q, k, v
+
+    def finish_layer(self, layer: int, x: torch.Tensor, attn_out: torch.Tensor) -> torch.Tensor:
+        """Output projection, residual, SwiGLU MLP, residual; `attn_out` is `[N, H*D]`."""
+        block = self.decoder.layers[layer]
+        x = x + block.self_attn.o_proj(attn_out)
+        h = rms_norm(x, block.post_attention_layernorm.weight, self.eps)
+        mlp = block.mlp
+        return x + mlp.down_proj(mlp.act_fn(mlp.gate_proj(h)) * mlp.up_proj(h))
+
+    def logits(self, x: torch.Tensor) -> torch.Tensor:
+        """Final norm and LM head: `[M, E]` -> float32 `[M, V]`."""
+        h = rms_norm(x, self.decoder.norm.weight, self.eps)
+        return self.model.lm_head(h).float()
+
+
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """SDPA with an explicit boolean mask: q `[B, H, Tq, D]`, k/v `[B, Hkv, S, D]`, mask `[B, 1, Tq, S]`."""
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=q.shape[1] != k.shape[1])

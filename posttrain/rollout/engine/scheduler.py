@@ -1,0 +1,198 @@
+"""Continuous batching under a KV block budget, with chunked prefill, prefix reuse and preemption.
+
+Each step takes, in admission order, one token from every decoding sequence, then prompt chunks from
+sequences still prefilling until `max_prefill_tokens` is used, then admits waiting sequences (longest
+cached prefix first mapped, the rest computed). Admission matches the prompt (all but its last token,
+whose logits are needed) in the radix cache, reloads offloaded parts, maps fully matched blocks
+shared and copies a partly matched last block (copy-on-write). A waiting sequence whose first block
+of tokens equals that of a sequence still prefilling waits for it, so a shared prompt is computed
+once. When blocks run out the scheduler first evicts unlocked cached prefixes (to host/disk when
+tiers exist), then preempts the most recently admitted sequence: its computed KV goes into the cache
+(from where it is reloaded or recomputed) and it returns to the head of the queue.
+Guarantees: a sequence holds at most one partly filled block beyond its tokens (waste < 1 block);
+requests finish independently. Plain Python; tensor work goes through the `KVMover`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from posttrain.rollout.engine.block_manager import BlockPool
+from posttrain.rollout.engine.radix import RadixCache
+from posttrain.rollout.engine.sequence import SeqStatus, Sequence
+
+
+@dataclass
+class Chunk:
+    """`num_tokens` tokens of `seq` starting at position `start`, computed in one step."""
+
+    seq: Sequence
+    start: int
+    num_tokens: int
+
+    @property
+    def needs_logits(self) -> bool:
+        return self.start + self.num_tokens == self.seq.num_tokens
+
+
+class Scheduler:
+    """Decides what each model step computes (see module docstring)."""
+
+    def __init__(self, pool: BlockPool, radix: RadixCache, max_num_seqs: int,
+                 max_prefill_tokens: int | None, prefix_caching: bool) -> None:
+        self.pool = pool
+        self.radix = radix
+        self.max_num_seqs = max_num_seqs
+        self.max_prefill_tokens = max_prefill_tokens
+        self.prefix_caching = prefix_caching
+        self.waiting: deque[Sequence] = deque()
+        self.running: list[Sequence] = []
+        self.counters = {"prompt_tokens": 0, "cached_tokens": 0, "computed_tokens": 0,
+                         "preemptions": 0, "max_waste_slots": 0}
+
+    @property
+    def has_work(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    def add(self, seq: Sequence) -> None:
+        self.counters["prompt_tokens"] += seq.prompt_len
+        self.waiting.append(seq)
+
+    # ---- one step -------------------------------------------------------------------------
+    def schedule(self) -> list[Chunk]:
+        chunks: list[Chunk] = []
+        budget = self.max_prefill_tokens if self.max_prefill_tokens is not None else 1 << 62
+        for seq in list(self.running):
+            if seq.status is not SeqStatus.RUNNING:
+                continue
+            n = 1 if seq.num_uncomputed == 1 else min(seq.num_uncomputed, budget)
+            if n <= 0 or not self._reserve(seq, seq.num_computed + n):
+                continue
+            chunks.append(Chunk(seq, seq.num_computed, n))
+            if not seq.is_decoding:
+                budget -= n
+        self._admit(chunks, budget)
+        self._check_waste()
+        return chunks
+
+    def complete(self, chunks: list[Chunk]) -> list[Sequence]:
+        """Account a finished step (tokens already appended by the engine); returns finished seqs."""
+        finished = []
+        for chunk in chunks:
+            seq = chunk.seq
+            seq.num_computed += chunk.num_tokens
+            self.counters["computed_tokens"] += chunk.num_tokens
+            if self.prefix_caching and not seq.prompt_cached and seq.num_computed >= seq.prompt_len:
+                self._cache_computed(seq)
+                seq.prompt_cached = True
+            if seq.is_done:
+                self._release(seq, SeqStatus.FINISHED)
+                finished.append(seq)
+        return finished
+
+    # ---- admission ------------------------------------------------------------------------
+    def _admit(self, chunks: list[Chunk], budget: int) -> None:
+        i = 0
+        while i < len(self.waiting) and len(self.running) < self.max_num_seqs and budget > 0:
+            seq = self.waiting[i]
+            if self._should_wait(seq):
+                i += 1
+                continue
+            chunk = self._try_admit(seq, budget)
+            if chunk is None:
+                return
+            del self.waiting[i]
+            chunks.append(chunk)
+            budget -= chunk.num_tokens
+
+    def _should_wait(self, seq: Sequence) -> bool:
+        if not self.prefix_caching:
+            return False
+        head = seq.token_ids[: self.pool.block_size]
+        return any(
+            r.num_computed < r.prompt_len and r.token_ids[: self.pool.block_size] == head
+            for r in self.running
+        )
+
+    def _try_admit(self, seq: Sequence, budget: int) -> Chunk | None:
+        node, matched = self.radix.root, 0
+        if self.prefix_caching:
+            node, matched = self.radix.match(seq.token_ids[:-1])
+        self.radix.lock(node)
+        if self.prefix_caching:
+            device_node = self.radix.reload(node)
+            if device_node is not node:
+                self.radix.unlock(node)
+                self.radix.lock(device_node)
+                node, matched = device_node, device_node.end
+        bs = self.pool.block_size
+        n = min(seq.num_tokens - matched, budget)
+        needed = -(-(matched + n) // bs) - matched // bs
+        if self.pool.num_free < needed:
+            self.radix.evict(needed)
+        if self.pool.num_free < needed:
+            self.radix.unlock(node)
+            return None
+        path = self.radix.path_blocks(node) if matched else []
+        table = [path[(i + 1) * bs - 1] for i in range(matched // bs)]
+        self.pool.incref(table)
+        if matched % bs:
+            block = self.pool.allocate()
+            self.radix.mover.copy_block_prefix(path[matched - 1], block, matched % bs)
+            table.append(block)
+        seq.block_table, seq.num_computed, seq.lock_node = table, matched, node
+        seq.status = SeqStatus.RUNNING
+        self.counters["cached_tokens"] += min(matched, seq.prompt_len)
+        self.running.append(seq)
+        self._grow(seq, matched + n)
+        return Chunk(seq, matched, n)
+
+    # ---- blocks ---------------------------------------------------------------------------
+    def _reserve(self, seq: Sequence, num_tokens: int) -> bool:
+        """Make `seq` own blocks for `num_tokens` tokens, evicting or preempting; False if it was preempted."""
+        needed = -(-num_tokens // self.pool.block_size) - len(seq.block_table)
+        while self.pool.num_free < needed:
+            self.radix.evict(needed)
+            if self.pool.num_free >= needed:
+                break
+            victim = self.running[-1]
+            self._preempt(victim)
+            if victim is seq:
+                return False
+        self._grow(seq, num_tokens)
+        return True
+
+    def _grow(self, seq: Sequence, num_tokens: int) -> None:
+        while len(seq.block_table) * self.pool.block_size < num_tokens:
+            seq.block_table.append(self.pool.allocate())
+
+    def _preempt(self, seq: Sequence) -> None:
+        self._release(seq, SeqStatus.WAITING)
+        seq.num_computed = 0
+        seq.prompt_cached = False
+        self.waiting.appendleft(seq)
+        self.counters["preemptions"] += 1
+
+    def _release(self, seq: Sequence, status: SeqStatus) -> None:
+        if self.prefix_caching and seq.num_computed > 0:
+            self._cache_computed(seq)
+        self.pool.decref(seq.block_table)
+        self.radix.unlock(seq.lock_node)
+        seq.block_table, seq.lock_node, seq.status = [], None, status
+        self.running.remove(seq)
+
+    def _cache_computed(self, seq: Sequence) -> None:
+        bs = self.pool.block_size
+        count = seq.num_computed
+        blocks = [seq.block_table[p // bs] for p in range(count)]
+        node = self.radix.insert(seq.token_ids[:count], blocks)
+        self.radix.lock(node)
+        self.radix.unlock(seq.lock_node)
+        seq.lock_node = node
+
+    def _check_waste(self) -> None:
+        bs = self.pool.block_size
+        for seq in self.running:
+            waste = len(seq.block_table) * bs - seq.num_tokens
+            self.counters["max_waste_slots"] = max(self.counters["max_waste_slots"], waste)
