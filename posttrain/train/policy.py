@@ -1,0 +1,377 @@
+"""The policy update: several epochs of the GRPO-family loss over a batch of scored responses.
+
+`PolicyTrainer` wraps a `transformers` causal LM (optionally with LoRA adapters via `peft`), an AdamW
+optimizer and a warmup + constant/cosine LR schedule. One `step(batch)` runs `epochs` passes over the
+batch; each pass is split into `mini_batches` optimizer steps, each accumulated over micro-batches of
+at most `micro_batch_size` samples. Micro-batches share their mini-batch's loss normaliser
+(`posttrain.algo.Normalizer`), so gradients, and hence results, do not depend on `micro_batch_size`
+beyond float rounding. Log-probabilities are teacher-forced on right-padded inputs (`_batching`).
+
+Guarantees: old-policy log-probabilities missing from the batch are computed once, before the first
+epoch, in eval mode; the reference model (a frozen copy, or the adapter-free base under LoRA) is only
+run when `loss.kl_beta > 0`; `state_dict()` snapshots everything needed for exact resume (weights or
+adapter, optimizer, schedule, step, global RNG states). bf16 autocast is used on CUDA only.
+Not here: sampling, rewards, advantages (the caller computes them) or writing files (`checkpoint`).
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import math
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+from pydantic import Field
+from torch import Tensor, nn
+
+from posttrain.algo import LossConfig, Normalizer, entropy_from_logits, policy_loss, token_logprobs
+from posttrain.config import StrictModel
+from posttrain.train._batching import PaddedPairs, chunks, pad_floats, pad_pairs, unpad
+from posttrain.train._rng import capture_rng, restore_rng
+
+
+class LoraConfig(StrictModel):
+    """LoRA adapters (Hu et al. 2021) trained instead of the full weights."""
+
+    r: int = Field(16, gt=0)
+    """Adapter rank."""
+    alpha: int = Field(32, gt=0)
+    """Scaling numerator: the update is scaled by alpha / r."""
+    dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    """Dropout on the adapter input (0 keeps old and new log-probabilities comparable)."""
+    target_modules: str | tuple[str, ...] = "all-linear"
+    """Module names to adapt, or peft's "all-linear" (every linear layer but the output head)."""
+
+
+class PolicyConfig(StrictModel):
+    """Optimisation of the policy: optimizer, schedule, batching, adapters and the loss."""
+
+    lr: float = Field(1e-5, gt=0)
+    """Peak learning rate of AdamW."""
+    weight_decay: float = Field(0.0, ge=0)
+    """Decoupled weight decay of AdamW."""
+    betas: tuple[float, float] = (0.9, 0.999)
+    """AdamW moment decay rates."""
+    adam_eps: float = Field(1e-8, gt=0)
+    """AdamW denominator epsilon."""
+    max_grad_norm: float | None = Field(1.0, gt=0)
+    """Clip the global gradient norm to this; None only measures it."""
+    micro_batch_size: int = Field(8, gt=0)
+    """Samples per forward/backward pass (memory knob; does not change results)."""
+    mini_batches: int = Field(1, gt=0)
+    """Optimizer steps per epoch; the batch is split into this many consecutive parts."""
+    epochs: int = Field(1, gt=0)
+    """Optimisation passes over each batch (PPO epochs) against the same old log-probabilities."""
+    warmup_steps: int = Field(0, ge=0)
+    """Optimizer steps of linear LR warmup from lr / warmup_steps to lr."""
+    lr_schedule: Literal["constant", "cosine"] = "constant"
+    """LR after warmup: constant, or cosine decay to min_lr_ratio * lr at decay_steps."""
+    decay_steps: int = Field(1000, gt=0)
+    """Optimizer step (counting warmup) at which the cosine schedule reaches its floor."""
+    min_lr_ratio: float = Field(0.0, ge=0, le=1)
+    """Floor of the cosine schedule as a fraction of lr."""
+    lora: LoraConfig | None = None
+    """Train LoRA adapters instead of all weights; None trains everything."""
+    loss: LossConfig = LossConfig()
+    """The policy loss."""
+    autocast: bool = True
+    """Use bf16 autocast when the model is on CUDA (never on CPU)."""
+    gradient_checkpointing: bool = False
+    """Recompute activations in the backward pass to save memory."""
+    logits_chunk_size: int = Field(128, gt=0)
+    """Positions per chunk when turning logits into log-probabilities and entropy."""
+    seed: int = 0
+    """Seeds adapter initialisation (the global RNG is left alone)."""
+
+
+@dataclass
+class TrainBatch:
+    """Scored responses to learn from; list i of every field describes sample i."""
+
+    prompt_ids: list[list[int]]
+    """Prompt tokens (non-empty)."""
+    response_ids: list[list[int]]
+    """Response tokens."""
+    advantages: list[float]
+    """One advantage per sample."""
+    domain_ids: list[str]
+    """Domain of each sample (for per-domain metrics)."""
+    old_logprobs: list[list[float]] | None = None
+    """Per-token log-probabilities under the sampling policy; None -> computed before the first epoch."""
+    sample_weights: list[float] | None = None
+    """Per-sample loss weights (e.g. `posttrain.algo.domain_sample_weights`); None -> all 1."""
+
+    def __len__(self) -> int:
+        return len(self.prompt_ids)
+
+    def validate(self) -> None:
+        """Raise ValueError on mismatched lengths."""
+        size = len(self.prompt_ids)
+        fields: dict[str, Sequence[Any]] = {
+            "response_ids": self.response_ids,
+            "advantages": self.advantages,
+            "domain_ids": self.domain_ids,
+        }
+        if self.sample_weights is not None:
+            fields["sample_weights"] = self.sample_weights
+        if self.old_logprobs is not None:
+            fields["old_logprobs"] = self.old_logprobs
+        for name, values in fields.items():
+            if len(values) != size:
+                raise ValueError(f"TrainBatch.{name} has {len(values)} entries, prompt_ids has {size}")
+        if self.old_logprobs is not None:
+            for i, (lp, resp) in enumerate(zip(self.old_logprobs, self.response_ids, strict=True)):
+                if len(lp) != len(resp):
+                    raise ValueError(f"sample {i}: {len(lp)} old logprobs for {len(resp)} response tokens")
+
+
+def lr_multiplier(step: int, config: PolicyConfig) -> float:
+    """LR factor for optimizer step `step` (0-based): linear warmup, then constant or cosine."""
+    if step < config.warmup_steps:
+        return (step + 1) / config.warmup_steps
+    if config.lr_schedule == "constant":
+        return 1.0
+    span = max(config.decay_steps - config.warmup_steps, 1)
+    progress = min((step - config.warmup_steps) / span, 1.0)
+    floor = config.min_lr_ratio
+    return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def wrap_lora(model: nn.Module, config: LoraConfig, seed: int) -> nn.Module:
+    """`model` with fresh LoRA adapters (initialised from `seed`); only adapter weights train."""
+    from peft import LoraConfig as PeftLoraConfig
+    from peft import get_peft_model
+
+    targets = config.target_modules if isinstance(config.target_modules, str) else list(config.target_modules)
+    peft_config = PeftLoraConfig(
+        r=config.r, lora_alpha=config.alpha, lora_dropout=config.dropout, target_modules=targets,
+        task_type="CAUSAL_LM",
+    )  # fmt: skip
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return get_peft_model(model, peft_config)  # type: ignore[arg-type]
+
+
+class PolicyTrainer:
+    """Updates a causal LM policy from `TrainBatch`es; see the module docstring."""
+
+    def __init__(self, model: nn.Module, config: PolicyConfig, ref_model: nn.Module | None = None) -> None:
+        self.config = config
+        self.model: nn.Module = wrap_lora(model, config.lora, config.seed) if config.lora else model
+        self.device = next(self.model.parameters()).device
+        if config.gradient_checkpointing:
+            self.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})  # type: ignore[operator]
+        self.ref_model = self._reference(model, ref_model)
+        self._params = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(
+            self._params,
+            lr=config.lr,
+            betas=config.betas,
+            eps=config.adam_eps,
+            weight_decay=config.weight_decay,
+        )
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: lr_multiplier(s, config))
+        self.step_count = 0
+        self._last_lr = config.lr * lr_multiplier(0, config)
+        forward = inspect.signature(_base_model(self.model).forward).parameters
+        self._can_keep_logits = "logits_to_keep" in forward
+
+    def _reference(self, model: nn.Module, ref_model: nn.Module | None) -> nn.Module | None:
+        if self.config.loss.kl_beta <= 0:
+            return None
+        if ref_model is None and self.config.lora is not None:
+            return None  # the adapter-free base model is the reference
+        ref = ref_model if ref_model is not None else copy.deepcopy(model)
+        ref.eval().requires_grad_(False)
+        return ref
+
+    # ----------------------------------------------------------------------------- log-probabilities
+
+    def logprobs(
+        self, prompt_ids: Sequence[Sequence[int]], response_ids: Sequence[Sequence[int]]
+    ) -> list[list[float]]:
+        """Teacher-forced log-probabilities of each response token under the current policy."""
+        return self._logprobs_of(self.model, prompt_ids, response_ids)
+
+    def reference_logprobs(
+        self, prompt_ids: Sequence[Sequence[int]], response_ids: Sequence[Sequence[int]]
+    ) -> list[list[float]]:
+        """The same under the reference policy (the base model without adapters under LoRA)."""
+        if self.ref_model is not None:
+            return self._logprobs_of(self.ref_model, prompt_ids, response_ids)
+        with self._adapters_disabled():
+            return self._logprobs_of(self.model, prompt_ids, response_ids)
+
+    @torch.no_grad()
+    def _logprobs_of(
+        self, model: nn.Module, prompt_ids: Sequence[Sequence[int]], response_ids: Sequence[Sequence[int]]
+    ) -> list[list[float]]:
+        was_training = model.training
+        model.eval()
+        out: list[list[float]] = []
+        for part in chunks(len(prompt_ids), self.config.micro_batch_size):
+            pairs = pad_pairs(prompt_ids[part], response_ids[part])
+            logprobs, _ = self._forward(model, pairs, entropy_grad=None)
+            out.extend(unpad(logprobs, [len(r) for r in response_ids[part]]))
+        model.train(was_training)
+        return out
+
+    def _forward(
+        self, model: nn.Module, pairs: PaddedPairs, entropy_grad: bool | None
+    ) -> tuple[Tensor, Tensor | None]:
+        """Response-token log-probabilities `[B, R]` and, unless `entropy_grad` is None, entropy `[B, R]`."""
+        kwargs: dict[str, Any] = {"logits_to_keep": pairs.num_kept} if self._can_keep_logits else {}
+        with self._autocast():
+            output = model(
+                input_ids=pairs.input_ids.to(self.device),
+                attention_mask=pairs.attention_mask.to(self.device),
+                use_cache=False,
+                **kwargs,
+            )
+        logits = output.logits if kwargs else output.logits[:, pairs.first_kept :]  # [B, K, V]
+        index = pairs.response_index.to(self.device)  # [B, R]
+        chunk = self.config.logits_chunk_size
+        logprobs = token_logprobs(logits, pairs.kept_targets().to(self.device), chunk).gather(1, index)
+        if entropy_grad is None:
+            return logprobs, None
+        with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
+            entropy = entropy_from_logits(logits, chunk).gather(1, index)  # [B, R]
+        return logprobs, entropy
+
+    def _autocast(self) -> AbstractContextManager[Any]:
+        if self.config.autocast and self.device.type == "cuda":
+            return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+        return nullcontext()
+
+    @contextmanager
+    def _adapters_disabled(self) -> Iterator[None]:
+        with self.model.disable_adapter():  # type: ignore[operator]
+            yield
+
+    # ----------------------------------------------------------------------------------- the update
+
+    def step(self, batch: TrainBatch) -> dict[str, float]:
+        """Run all epochs over `batch`; returns mean metrics over its optimizer steps."""
+        batch.validate()
+        if len(batch) == 0:
+            raise ValueError("empty TrainBatch")
+        old = batch.old_logprobs or self.logprobs(batch.prompt_ids, batch.response_ids)
+        ref = (
+            self.reference_logprobs(batch.prompt_ids, batch.response_ids)
+            if self.config.loss.kl_beta > 0
+            else None
+        )
+        weights = batch.sample_weights or [1.0] * len(batch)
+        totals: dict[str, float] = defaultdict(float)
+        domain_sums: dict[str, float] = defaultdict(float)
+        domain_counts: dict[str, int] = defaultdict(int)
+        self.model.train()
+        parts = chunks(len(batch), math.ceil(len(batch) / self.config.mini_batches))
+        for _ in range(self.config.epochs):
+            for part in parts:
+                metrics, sample_losses = self._optimizer_step(batch, part, old, ref, weights)
+                for key, value in metrics.items():
+                    totals[key] += value
+                for domain, loss in zip(batch.domain_ids[part], sample_losses, strict=True):
+                    domain_sums[domain] += loss
+                    domain_counts[domain] += 1
+        self.step_count += 1
+        num_updates = self.config.epochs * len(parts)
+        result = {key: value / num_updates for key, value in totals.items()}
+        result["lr"] = self._last_lr
+        result.update({f"loss/{d}": domain_sums[d] / domain_counts[d] for d in sorted(domain_sums)})
+        return result
+
+    def _optimizer_step(
+        self,
+        batch: TrainBatch,
+        part: slice,
+        old: list[list[float]],
+        ref: list[list[float]] | None,
+        weights: list[float],
+    ) -> tuple[dict[str, float], list[float]]:
+        """One optimizer step over `batch[part]`, accumulated over micro-batches."""
+        responses = batch.response_ids[part]
+        lengths = [len(r) for r in responses]
+        loss_config = self.config.loss
+        norm = Normalizer(
+            num_seqs=float(len(responses)),
+            num_tokens=float(max(sum(lengths), 1)),
+            seq_len_norm=float(loss_config.norm_num_tokens or max(max(lengths), 1)),
+        )
+        self.optimizer.zero_grad(set_to_none=True)
+        totals: dict[str, float] = defaultdict(float)
+        sample_losses: list[float] = []
+        for micro in chunks(len(responses), self.config.micro_batch_size):
+            rows = range(part.start + micro.start, part.start + micro.stop)
+            pairs = pad_pairs([batch.prompt_ids[i] for i in rows], [batch.response_ids[i] for i in rows])
+            logprobs, entropy = self._forward(self.model, pairs, entropy_grad=loss_config.entropy_coef > 0)
+            width = pairs.response_mask.shape[1]
+            out = policy_loss(
+                logprobs,
+                pad_floats([old[i] for i in rows], width).to(self.device),
+                torch.tensor([batch.advantages[i] for i in rows], device=self.device),
+                pairs.response_mask.to(self.device),
+                loss_config,
+                ref_logprobs=pad_floats([ref[i] for i in rows], width).to(self.device) if ref else None,
+                entropy=entropy,
+                sample_weights=torch.tensor([weights[i] for i in rows], device=self.device),
+                normalizer=norm,
+            )
+            out.loss.backward()
+            for key in ("loss", "pg_loss", "kl", "entropy", "clip_fraction", "kl_old"):
+                totals[key] += float(getattr(out, key).item())
+            sample_losses.extend(out.sample_losses.tolist())
+        totals["grad_norm"] = self._clip_gradients()
+        self._last_lr = float(self.optimizer.param_groups[0]["lr"])
+        self.optimizer.step()
+        self.scheduler.step()
+        return totals, sample_losses
+
+    def _clip_gradients(self) -> float:
+        max_norm = self.config.max_grad_norm if self.config.max_grad_norm is not None else math.inf
+        return float(torch.nn.utils.clip_grad_norm_(self._params, max_norm).item())
+
+    # ---------------------------------------------------------------------------------------- state
+
+    def state_dict(self) -> dict[str, Any]:
+        """A snapshot (copies, not views) of everything exact resume needs."""
+        return {
+            "model": {k: v.detach().to("cpu", copy=True) for k, v in self._weights().items()},
+            "optimizer": copy.deepcopy(self.optimizer.state_dict()),
+            "scheduler": self.scheduler.state_dict(),
+            "step": self.step_count,
+            "rng": capture_rng(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a `state_dict()` snapshot into this trainer (same model and config)."""
+        if self.config.lora is not None:
+            from peft import set_peft_model_state_dict
+
+            set_peft_model_state_dict(self.model, state["model"])
+        else:
+            self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.step_count = int(state["step"])
+        self._last_lr = float(self.optimizer.param_groups[0]["lr"])
+        restore_rng(state["rng"])
+
+    def _weights(self) -> dict[str, Tensor]:
+        if self.config.lora is not None:
+            from peft import get_peft_model_state_dict
+
+            return dict(get_peft_model_state_dict(self.model))
+        return dict(self.model.state_dict())
+
+
+def _base_model(model: nn.Module) -> nn.Module:
+    """The transformers model under a peft wrapper (or the model itself)."""
+    get_base = getattr(model, "get_base_model", None)
+    return get_base() if callable(get_base) else model
