@@ -1,0 +1,279 @@
+"""Memory, pids and CPU limits for one sandbox behind one interface, with cgroup v1 and v2 backends.
+
+The backend is chosen at run time from /proc/self/cgroup and /proc/self/mountinfo: v2 when the unified
+hierarchy offers the memory and pids controllers, else v1 when those controllers are mounted as v1
+hierarchies (a hybrid host), else none (rlimits only; `posttrain sandbox check` says so). v1 groups are
+created under the path this process has in each hierarchy; v2 groups under the unified root.
+Guarantees: `kill_all` leaves the group empty (or raises); `close` removes the group; counters
+(`oom_kills`, `cpu_usage_ms`) are monotone so callers diff them around a run.
+Not here: attaching processes (the launcher writes its own pid to `attach_paths` before exec).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+_COUNTER = itertools.count()
+
+
+@dataclass(frozen=True)
+class Limits:
+    memory_bytes: int
+    pids: int
+    cpu_quota: float | None  # cores
+
+
+class CgroupGroup(Protocol):
+    """One sandbox's control group (in one or several hierarchies)."""
+
+    def attach_paths(self) -> list[str]: ...
+    def pids(self) -> list[int]: ...
+    def oom_kills(self) -> int: ...
+    def cpu_usage_ms(self) -> float: ...
+    def kill_all(self, timeout_s: float = 5.0) -> None: ...
+    def close(self) -> None: ...
+
+
+class CgroupManager(Protocol):
+    name: str
+
+    def create(self, limits: Limits) -> CgroupGroup: ...
+
+
+def _write(path: Path, value: str) -> None:
+    with open(path, "w") as handle:
+        handle.write(value)
+
+
+def _read_int(path: Path, default: int = 0) -> int:
+    try:
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return default
+
+
+def _keyed(path: Path, key: str) -> int:
+    try:
+        for line in path.read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key:
+                return int(value)
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _procs(path: Path) -> list[int]:
+    try:
+        return [int(x) for x in (path / "cgroup.procs").read_text().split()]
+    except OSError:
+        return []
+
+
+def _kill_and_wait(dirs: list[Path], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        pids = sorted({pid for d in dirs for pid in _procs(d)})
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"cgroup {dirs[0]} still has processes {pids} after SIGKILL")
+        time.sleep(0.002)
+
+
+def _rmdir(path: Path) -> None:
+    for _ in range(200):
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.005)  # the last exiting task may not have been uncharged yet
+    path.rmdir()
+
+
+@dataclass
+class V1Group:
+    dirs: dict[str, Path]  # controller -> directory
+
+    def attach_paths(self) -> list[str]:
+        return [str(d / "cgroup.procs") for d in self.dirs.values()]
+
+    def pids(self) -> list[int]:
+        return sorted({pid for d in self.dirs.values() for pid in _procs(d)})
+
+    def oom_kills(self) -> int:
+        return _keyed(self.dirs["memory"] / "memory.oom_control", "oom_kill")
+
+    def cpu_usage_ms(self) -> float:
+        acct = self.dirs.get("cpuacct")
+        return _read_int(acct / "cpuacct.usage") / 1e6 if acct else 0.0
+
+    def kill_all(self, timeout_s: float = 5.0) -> None:
+        _kill_and_wait(list(self.dirs.values()), timeout_s)
+
+    def close(self) -> None:
+        self.kill_all()
+        for path in self.dirs.values():
+            _rmdir(path)
+
+
+@dataclass
+class V1Manager:
+    """Hybrid or legacy hosts: one directory per controller hierarchy."""
+
+    mounts: dict[str, Path]  # controller -> hierarchy dir where this process sits
+    name: str = "cgroup-v1"
+    prefix: str = field(default_factory=lambda: f"posttrain-sandbox-{os.getpid()}")
+
+    def create(self, limits: Limits) -> V1Group:
+        leaf = f"sb{next(_COUNTER)}"
+        dirs: dict[str, Path] = {}
+        try:
+            for controller, base in self.mounts.items():
+                path = base / self.prefix / leaf
+                path.mkdir(parents=True, exist_ok=True)
+                dirs[controller] = path
+            _write(dirs["memory"] / "memory.limit_in_bytes", str(limits.memory_bytes))
+            swap = dirs["memory"] / "memory.memsw.limit_in_bytes"
+            if swap.exists():
+                _write(swap, str(limits.memory_bytes))
+            _write(dirs["pids"] / "pids.max", str(limits.pids))
+            if limits.cpu_quota is not None and "cpu" in dirs:
+                period = _read_int(dirs["cpu"] / "cpu.cfs_period_us", 100000)
+                _write(dirs["cpu"] / "cpu.cfs_quota_us", str(max(1000, int(limits.cpu_quota * period))))
+        except OSError:
+            V1Group(dirs).close()
+            raise
+        return V1Group(dirs)
+
+
+@dataclass
+class V2Group:
+    path: Path
+
+    def attach_paths(self) -> list[str]:
+        return [str(self.path / "cgroup.procs")]
+
+    def pids(self) -> list[int]:
+        return _procs(self.path)
+
+    def oom_kills(self) -> int:
+        return _keyed(self.path / "memory.events", "oom_kill")
+
+    def cpu_usage_ms(self) -> float:
+        return _keyed(self.path / "cpu.stat", "usage_usec") / 1000.0
+
+    def kill_all(self, timeout_s: float = 5.0) -> None:
+        kill_file = self.path / "cgroup.kill"
+        if kill_file.exists() and _procs(self.path):
+            _write(kill_file, "1")
+        _kill_and_wait([self.path], timeout_s)
+
+    def close(self) -> None:
+        self.kill_all()
+        _rmdir(self.path)
+
+
+@dataclass
+class V2Manager:
+    """Unified hierarchy: one directory, controllers enabled in the parents' subtree_control."""
+
+    root: Path
+    name: str = "cgroup-v2"
+    prefix: str = field(default_factory=lambda: f"posttrain-sandbox-{os.getpid()}")
+
+    def create(self, limits: Limits) -> V2Group:
+        parent = self.root / self.prefix
+        if not parent.exists():
+            parent.mkdir()
+            for level in (self.root, parent):
+                _enable_controllers(level)
+        path = parent / f"sb{next(_COUNTER)}"
+        path.mkdir()
+        try:
+            _write(path / "memory.max", str(limits.memory_bytes))
+            if (path / "memory.swap.max").exists():
+                _write(path / "memory.swap.max", "0")
+            _write(path / "pids.max", str(limits.pids))
+            if limits.cpu_quota is not None and (path / "cpu.max").exists():
+                _write(path / "cpu.max", f"{max(1000, int(limits.cpu_quota * 100000))} 100000")
+        except OSError:
+            V2Group(path).close()
+            raise
+        return V2Group(path)
+
+
+def _enable_controllers(level: Path) -> None:
+    available = (level / "cgroup.controllers").read_text().split()
+    wanted = [c for c in ("memory", "pids", "cpu") if c in available]
+    enabled = (level / "cgroup.subtree_control").read_text().split()
+    missing = " ".join(f"+{c}" for c in wanted if c not in enabled)
+    if missing:
+        _write(level / "cgroup.subtree_control", missing)
+
+
+def _mounts(mountinfo: str) -> tuple[Path | None, dict[str, Path]]:
+    """(unified mount point, {v1 controller: mount point}) from /proc/self/mountinfo text."""
+    unified: Path | None = None
+    v1: dict[str, Path] = {}
+    for line in mountinfo.splitlines():
+        left, _, right = line.partition(" - ")
+        fields, rfields = left.split(), right.split()
+        if len(fields) < 5 or len(rfields) < 3:
+            continue
+        if rfields[0] == "cgroup2" and unified is None:
+            unified = Path(fields[4])
+        elif rfields[0] == "cgroup":
+            for option in rfields[2].split(","):
+                if option in ("memory", "pids", "cpu", "cpuacct"):
+                    v1[option] = Path(fields[4])
+    return unified, v1
+
+
+def _own_paths(proc_cgroup: str) -> dict[str, str]:
+    """{controller or '' for unified: path} from /proc/self/cgroup text."""
+    paths: dict[str, str] = {}
+    for line in proc_cgroup.splitlines():
+        _, controllers, path = line.split(":", 2)
+        for controller in controllers.split(",") if controllers else [""]:
+            paths[controller] = path
+    return paths
+
+
+def detect(proc_root: Path = Path("/proc/self")) -> tuple[CgroupManager | None, str]:
+    """Pick the cgroup backend for this host; returns (manager or None, one-line reason)."""
+    try:
+        unified, v1 = _mounts((proc_root / "mountinfo").read_text())
+        own = _own_paths((proc_root / "cgroup").read_text())
+    except OSError as exc:
+        return None, f"cannot read cgroup info: {exc}"
+    if unified is not None:
+        controllers = _read_text(unified / "cgroup.controllers").split()
+        if {"memory", "pids"} <= set(controllers) and os.access(unified, os.W_OK):
+            return V2Manager(unified), f"cgroup v2 at {unified} ({' '.join(controllers)})"
+    if "memory" in v1 and "pids" in v1:
+        mounts = {c: m / own.get(c, "/").lstrip("/") for c, m in v1.items()}
+        if all(os.access(p, os.W_OK) for p in mounts.values()):
+            return V1Manager(mounts), "cgroup v1 (" + ", ".join(f"{c}:{p}" for c, p in mounts.items()) + ")"
+        return None, "cgroup v1 controllers are mounted but not writable"
+    return None, "no cgroup memory+pids controllers available (rlimits only)"
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""

@@ -1,0 +1,285 @@
+"""`Sandbox`: one isolated workspace with exec, file I/O, snapshots and forks; `run_sync` for scripts.
+
+A sandbox owns a host workspace (size-capped tmpfs), a cgroup and, when `persistent` (the default), a
+long-lived bwrap session whose supervisor runs each program; a non-persistent sandbox starts a fresh
+bwrap per exec (cheapest for a single cold run). Guarantees: `exec` never raises for anything the program
+does; infrastructure failures come back as `status == "sandbox_error"`; after every exec no process of
+the run is left; host-side file access never follows links planted by the program; `close` removes the
+cgroup, the mount and the state directory. Snapshots copy the workspace (cost grows with its size).
+Not here: pooling (`pool.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import shutil
+import time
+import warnings
+from collections.abc import Generator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from posttrain.sandbox.cgroups import CgroupGroup, Limits
+from posttrain.sandbox.host import backend_for, host_features
+from posttrain.sandbox.images import resolve
+from posttrain.sandbox.launch import Context, cgroup_memory_bytes, classify, run_oneshot
+from posttrain.sandbox.session import Session, SessionError
+from posttrain.sandbox.spec import ExecResult, SandboxSpec, sandbox_error
+from posttrain.sandbox.workspace import Workspace, state_base
+
+EXECUTOR = ThreadPoolExecutor(max_workers=64, thread_name_prefix="sandbox")
+"""Blocking sandbox work runs here; its threads live for the process (bwrap dies with its parent thread)."""
+PIDS_SLACK = 4
+_SNAP_IDS = itertools.count()
+
+
+class SandboxUnavailable(RuntimeError):
+    """No backend on this host satisfies the spec (e.g. isolation required but bwrap unusable)."""
+
+
+class SandboxSetupError(RuntimeError):
+    """A setup command failed while creating a sandbox."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A frozen copy of a sandbox's workspace."""
+
+    path: Path
+    sandbox_id: int
+
+    def discard(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _build_context(spec: SandboxSpec) -> Context:
+    backend, reason = backend_for(spec.backend, spec.require_isolation)
+    if backend is None:
+        raise SandboxUnavailable(reason)
+    features = host_features()
+    if backend == "local":
+        warnings.warn("posttrain.sandbox: LOCAL backend, programs are NOT isolated", RuntimeWarning, stacklevel=3)
+    rootfs = resolve(spec.image, spec.rootfs) if backend == "bwrap" else None
+    owner = features.run_as_uid if features.run_as_uid is not None else 0
+    workspace = Workspace.create(spec.disk_mb, owner if backend == "bwrap" else 0)
+    cgroup: CgroupGroup | None = None
+    try:
+        if features.cgroups is not None:
+            limits = Limits(cgroup_memory_bytes(spec), spec.pids + PIDS_SLACK, spec.cpus)
+            cgroup = features.cgroups.create(limits)
+    except OSError:
+        workspace.close()
+        raise
+    return Context(spec, backend, features, workspace, cgroup, rootfs)
+
+
+def _place_files(workspace: Workspace, files: dict[str, str | bytes]) -> None:
+    for name, content in files.items():
+        workspace.write_file(name, content.encode() if isinstance(content, str) else content)
+
+
+class Sandbox:
+    """Use `async with Sandbox.create(spec) as sb:` (or `sb = await Sandbox.create(spec)` + `close`)."""
+
+    _ids = itertools.count()
+
+    def __init__(self, ctx: Context, persistent: bool) -> None:
+        self.ctx = ctx
+        self.spec = ctx.spec
+        self.id = next(self._ids)
+        self.persistent = persistent and ctx.backend == "bwrap"
+        self.session: Session | None = None
+        self.snapshots: list[Snapshot] = []
+        self._lock = asyncio.Lock()
+        self.closed = False
+
+    @staticmethod
+    def create(spec: SandboxSpec | None = None, *, persistent: bool = True) -> _Opening:
+        return _Opening(spec or SandboxSpec(), persistent)
+
+    @property
+    def backend(self) -> str:
+        return self.ctx.backend
+
+    @property
+    def broken(self) -> bool:
+        return self.persistent and (self.session is None or not self.session.alive)
+
+    async def _open(self, seed: Snapshot | None = None) -> None:
+        await _in_thread(self._open_sync, seed)
+        for argv in self.spec.setup:
+            result = await self.exec(list(argv))
+            if not result.ok:
+                await self.close()
+                raise SandboxSetupError(f"setup {list(argv)} failed: {result.status} {result.stderr[-500:]!r}")
+
+    def _open_sync(self, seed: Snapshot | None) -> None:
+        if seed is not None:
+            self.ctx.workspace.restore_from(seed.path)
+        else:
+            _place_files(self.ctx.workspace, self.spec.files)
+        if self.persistent:
+            self.session = Session(self.ctx)
+            self.session.start()
+
+    async def exec(
+        self,
+        argv: Sequence[str],
+        stdin: bytes = b"",
+        *,
+        timeout_s: float | None = None,
+        env: dict[str, str] | None = None,
+    ) -> ExecResult:
+        """Run `argv` in the sandbox; never raises for the program's behaviour."""
+        if not argv:
+            return sandbox_error("empty argv")
+        async with self._lock:
+            if self.closed:
+                return sandbox_error("sandbox is closed")
+            start = time.monotonic()
+            try:
+                return await _in_thread(self._exec_sync, list(argv), stdin, timeout_s or self.spec.timeout_s, env)
+            except Exception as exc:  # noqa: BLE001 - any host-side failure is an infrastructure failure
+                return sandbox_error(f"{type(exc).__name__}: {exc}", (time.monotonic() - start) * 1000)
+
+    def _exec_sync(self, argv: list[str], stdin: bytes, timeout_s: float, env: dict[str, str] | None) -> ExecResult:
+        cgroup = self.ctx.cgroup
+        oom_before = cgroup.oom_kills() if cgroup else 0
+        if self.persistent:
+            if self.session is None or not self.session.alive:
+                return sandbox_error("sandbox session is not running")
+            reply = self.session.run(argv, stdin, timeout_s, env)
+        else:
+            reply = run_oneshot(self.ctx, argv, stdin, timeout_s)
+        oom_kills = (cgroup.oom_kills() - oom_before) if cgroup else 0
+        return classify(reply, self.spec, oom_kills)
+
+    async def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+        raw = data.encode() if isinstance(data, str) else data
+        await _in_thread(self.ctx.workspace.write_file, path, raw, mode)
+
+    async def read_file(self, path: str, max_bytes: int = 64 << 20) -> bytes:
+        return await _in_thread(self.ctx.workspace.read_file, path, max_bytes)
+
+    async def snapshot(self) -> Snapshot:
+        async with self._lock:
+            store = state_base() / "snapshots"
+            store.mkdir(parents=True, exist_ok=True, mode=0o700)
+            snap = Snapshot(store / f"{self.ctx.workspace.root.name}-{next(_SNAP_IDS)}", self.id)
+            await _in_thread(self.ctx.workspace.snapshot_to, snap.path)
+            self.snapshots.append(snap)
+            return snap
+
+    async def restore(self, snap: Snapshot) -> None:
+        async with self._lock:
+            await _in_thread(self.ctx.workspace.restore_from, snap.path)
+
+    async def fork(self, snap: Snapshot | None = None) -> Sandbox:
+        """A new sandbox with the same spec whose workspace starts as `snap` (default: a fresh snapshot)."""
+        snap = snap or await self.snapshot()
+        child = Sandbox(await _in_thread(_build_context, self.spec), self.persistent)
+        try:
+            await child._open(seed=snap)
+        except BaseException:
+            await child.close()
+            raise
+        return child
+
+    async def reset(self) -> None:
+        """Recycle: no process is left (the supervisor kills them after each run); empty the workspace."""
+        async with self._lock:
+            await _in_thread(self._reset_sync)
+
+    def _reset_sync(self) -> None:
+        if self.ctx.cgroup is not None and not self.persistent:
+            self.ctx.cgroup.kill_all()
+        self.ctx.workspace.reset()
+        _place_files(self.ctx.workspace, self.spec.files)
+
+    async def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        await _in_thread(self._close_sync)
+
+    def _close_sync(self) -> None:
+        try:
+            if self.session is not None:
+                self.session.close()
+        finally:
+            if self.ctx.cgroup is not None:
+                self.ctx.cgroup.close()
+            self.ctx.workspace.close()
+            for snap in self.snapshots:
+                snap.discard()
+
+    async def __aenter__(self) -> Sandbox:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+class _Opening:
+    """Awaitable and async context manager returned by `Sandbox.create`."""
+
+    def __init__(self, spec: SandboxSpec, persistent: bool) -> None:
+        self.spec, self.persistent = spec, persistent
+        self.sandbox: Sandbox | None = None
+
+    async def _make(self) -> Sandbox:
+        sandbox = Sandbox(await _in_thread(_build_context, self.spec), self.persistent)
+        try:
+            await sandbox._open()
+        except SessionError as exc:
+            await sandbox.close()
+            raise SandboxUnavailable(str(exc)) from None
+        except BaseException:
+            await sandbox.close()
+            raise
+        return sandbox
+
+    def __await__(self) -> Generator[Any, None, Sandbox]:
+        return self._make().__await__()
+
+    async def __aenter__(self) -> Sandbox:
+        self.sandbox = await self._make()
+        return self.sandbox
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if self.sandbox is not None:
+            await self.sandbox.close()
+
+
+async def _in_thread(func: Any, *args: Any) -> Any:
+    return await asyncio.get_running_loop().run_in_executor(EXECUTOR, func, *args)
+
+
+def run_sync(
+    argv: Sequence[str], spec: SandboxSpec | None = None, *, stdin: bytes = b"", files: dict[str, bytes] | None = None
+) -> ExecResult:
+    """Run one program in a fresh one-shot sandbox, synchronously (for scripts; no event loop needed)."""
+    spec = spec or SandboxSpec()
+    start = time.monotonic()
+    try:
+        ctx = _build_context(spec)
+    except SandboxUnavailable:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        return sandbox_error(f"{type(exc).__name__}: {exc}", (time.monotonic() - start) * 1000)
+    try:
+        _place_files(ctx.workspace, {**spec.files, **(files or {})})
+        cgroup = ctx.cgroup
+        oom_before = cgroup.oom_kills() if cgroup else 0
+        reply = run_oneshot(ctx, list(argv), stdin, spec.timeout_s)
+        return classify(reply, spec, (cgroup.oom_kills() - oom_before) if cgroup else 0)
+    except Exception as exc:  # noqa: BLE001
+        return sandbox_error(f"{type(exc).__name__}: {exc}", (time.monotonic() - start) * 1000)
+    finally:
+        if ctx.cgroup is not None:
+            ctx.cgroup.close()
+        ctx.workspace.close()

@@ -1,0 +1,148 @@
+"""A seccomp-BPF deny list, assembled here as raw `struct sock_filter` bytes for `bwrap --seccomp`.
+
+Guarantees: on x86_64 and aarch64 the filter returns EPERM for ptrace, process_vm_readv/writev, every
+mount-family call, bpf, keyctl, perf_event_open, kexec, module loading, unshare/setns, clone with any
+namespace flag, io_uring, userfaultfd and the TIOCSTI/TIOCLINUX ioctls; clone3 gets ENOSYS so libc falls
+back to clone, whose flags can be inspected; x32 system calls are refused; with `deny_inet` sockets of the
+internet and packet families are refused too. A foreign architecture kills the process.
+Not here: anything other than this one filter (no libseccomp needed); other architectures return None.
+"""
+
+from __future__ import annotations
+
+import errno
+import platform
+import struct
+from dataclasses import dataclass
+
+# classic BPF opcodes (linux/filter.h) and seccomp return values (linux/seccomp.h)
+LD_W_ABS = 0x20
+JEQ_K = 0x15
+JGE_K = 0x35
+JSET_K = 0x45
+RET_K = 0x06
+RET_ALLOW = 0x7FFF0000
+RET_ERRNO = 0x00050000
+RET_KILL_PROCESS = 0x80000000
+OFF_NR, OFF_ARCH = 0, 4
+
+
+def _arg_low(index: int) -> int:
+    return 16 + 8 * index  # seccomp_data.args[i], low 32 bits on little-endian
+
+
+TIOCSTI, TIOCLINUX = 0x5412, 0x541C
+CLONE_NS_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x80
+INET_FAMILIES = (2, 10, 17)  # AF_INET, AF_INET6, AF_PACKET
+
+DENIED_NAMES: tuple[str, ...] = (
+    "ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2", "pivot_root", "bpf", "keyctl",
+    "add_key", "request_key", "perf_event_open", "kexec_load", "kexec_file_load", "init_module",
+    "finit_module", "delete_module", "unshare", "setns", "swapon", "swapoff", "reboot", "open_by_handle_at",
+    "name_to_handle_at", "userfaultfd", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick",
+    "mount_setattr", "acct", "settimeofday", "clock_settime", "adjtimex", "clock_adjtime", "syslog",
+    "quotactl", "vhangup", "pidfd_getfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ArchTable:
+    audit_arch: int
+    numbers: dict[str, int]
+    x32_bit: int | None = None
+
+
+# fmt: off
+_COMMON_NEW = {"pidfd_getfd": 438, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+               "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432,
+               "fspick": 433, "clone3": 435, "mount_setattr": 442}
+X86_64 = ArchTable(0xC000003E, {
+    "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "mount": 165, "umount2": 166,
+    "pivot_root": 155, "bpf": 321, "keyctl": 250, "add_key": 248, "request_key": 249, "perf_event_open": 298,
+    "kexec_load": 246, "kexec_file_load": 320, "init_module": 175, "finit_module": 313, "delete_module": 176,
+    "unshare": 272, "setns": 308, "swapon": 167, "swapoff": 168, "reboot": 169, "open_by_handle_at": 304,
+    "name_to_handle_at": 303, "userfaultfd": 323, "acct": 163, "settimeofday": 164, "clock_settime": 227,
+    "adjtimex": 159, "clock_adjtime": 305, "syslog": 103, "quotactl": 179, "vhangup": 153,
+    "ioctl": 16, "clone": 56, "socket": 41, **_COMMON_NEW}, x32_bit=0x40000000)
+AARCH64 = ArchTable(0xC00000B7, {
+    "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "mount": 40, "umount2": 39,
+    "pivot_root": 41, "bpf": 280, "keyctl": 219, "add_key": 217, "request_key": 218, "perf_event_open": 241,
+    "kexec_load": 104, "kexec_file_load": 294, "init_module": 105, "finit_module": 273, "delete_module": 106,
+    "unshare": 97, "setns": 268, "swapon": 224, "swapoff": 225, "reboot": 142, "open_by_handle_at": 265,
+    "name_to_handle_at": 264, "userfaultfd": 282, "acct": 89, "settimeofday": 170, "clock_settime": 112,
+    "adjtimex": 171, "clock_adjtime": 266, "syslog": 116, "quotactl": 60, "vhangup": 58,
+    "ioctl": 29, "clone": 220, "socket": 198, **_COMMON_NEW})
+# fmt: on
+ARCHES: dict[str, ArchTable] = {"x86_64": X86_64, "amd64": X86_64, "aarch64": AARCH64, "arm64": AARCH64}
+
+
+class _Program:
+    """Tiny assembler: instructions with symbolic jump targets, resolved to relative offsets."""
+
+    def __init__(self) -> None:
+        self.code: list[tuple[int, int | str, int | str, int]] = []
+        self.labels: dict[str, int] = {}
+
+    def op(self, code: int, k: int, jt: int | str = 0, jf: int | str = 0) -> None:
+        self.code.append((code, jt, jf, k))
+
+    def label(self, name: str) -> None:
+        self.labels[name] = len(self.code)
+
+    def assemble(self) -> bytes:
+        out = bytearray()
+        for index, (code, jt, jf, k) in enumerate(self.code):
+            out += struct.pack("<HBBI", code, self._rel(index, jt), self._rel(index, jf), k & 0xFFFFFFFF)
+        return bytes(out)
+
+    def _rel(self, index: int, target: int | str) -> int:
+        if isinstance(target, int):
+            return target
+        offset = self.labels[target] - index - 1
+        if not 0 <= offset <= 255:
+            raise ValueError(f"jump to {target} out of range")
+        return offset
+
+
+def build_filter(deny_inet: bool, machine: str | None = None) -> bytes | None:
+    """The filter for this (or the named) machine, or None when its architecture is unknown."""
+    table = ARCHES.get((machine or platform.machine()).lower())
+    if table is None:
+        return None
+    nr = table.numbers
+    p = _Program()
+    p.op(LD_W_ABS, OFF_ARCH)
+    p.op(JEQ_K, table.audit_arch, 0, "kill")
+    p.op(LD_W_ABS, OFF_NR)
+    if table.x32_bit is not None:
+        p.op(JGE_K, table.x32_bit, "deny", 0)
+    for name in DENIED_NAMES:
+        p.op(JEQ_K, nr[name], "deny", 0)
+    p.op(JEQ_K, nr["clone3"], "enosys", 0)
+    p.op(JEQ_K, nr["ioctl"], "ioctl", 0)
+    p.op(JEQ_K, nr["clone"], "clone", 0)
+    if deny_inet:
+        p.op(JEQ_K, nr["socket"], "socket", 0)
+    p.op(RET_K, RET_ALLOW)
+    p.label("ioctl")
+    p.op(LD_W_ABS, _arg_low(1))
+    p.op(JEQ_K, TIOCSTI, "deny", 0)
+    p.op(JEQ_K, TIOCLINUX, "deny", 0)
+    p.op(RET_K, RET_ALLOW)
+    p.label("clone")
+    p.op(LD_W_ABS, _arg_low(0))
+    p.op(JSET_K, CLONE_NS_FLAGS, "deny", 0)
+    p.op(RET_K, RET_ALLOW)
+    if deny_inet:
+        p.label("socket")
+        p.op(LD_W_ABS, _arg_low(0))
+        for family in INET_FAMILIES:
+            p.op(JEQ_K, family, "deny", 0)
+        p.op(RET_K, RET_ALLOW)
+    p.label("deny")
+    p.op(RET_K, RET_ERRNO | errno.EPERM)
+    p.label("enosys")
+    p.op(RET_K, RET_ERRNO | errno.ENOSYS)
+    p.label("kill")
+    p.op(RET_K, RET_KILL_PROCESS)
+    return p.assemble()

@@ -1,0 +1,141 @@
+"""A long-lived bubblewrap sandbox driven through its in-sandbox supervisor (see `supervisor.py`).
+
+Starting costs one bwrap plus one Python start-up; after that each run is a fork+exec inside the
+existing namespaces, which is what makes pooled runs cheap. Guarantees: a run that the supervisor cannot
+answer within its timeout plus a grace period, or any protocol failure, is reported as an error (the
+caller turns it into `sandbox_error`) and the session is marked dead; `close` always reaps bwrap.
+Not here: cgroups and the workspace (owned by the `Sandbox`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from posttrain.sandbox import supervisor
+from posttrain.sandbox.images import supervisor_python
+from posttrain.sandbox.launch import (
+    INNER_WORKDIR,
+    SANDBOX_PATH,
+    SUPERVISOR_MOUNT,
+    Context,
+    Spawned,
+    bwrap_argv,
+    program_env,
+    read_status,
+    rlimits,
+    spawn,
+)
+
+START_TIMEOUT_S = 15.0
+REPLY_GRACE_S = 5.0
+
+
+class SessionError(RuntimeError):
+    """The supervisor could not be started or stopped answering."""
+
+
+class Session:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.proc: Spawned | None = None
+        self.alive = False
+
+    def start(self) -> None:
+        python, binds = supervisor_python()
+        source = str(Path(supervisor.__file__).resolve())
+        extra = (*binds, "--ro-bind", source, SUPERVISOR_MOUNT)
+        argv = bwrap_argv(self.ctx, [python, "-I", "-S", SUPERVISOR_MOUNT], persistent=True, extra_binds=extra)
+        limits = [("RLIMIT_CORE", 0, 0)]
+        self.proc = spawn(self.ctx, argv, limits, {"PATH": SANDBOX_PATH})
+        os.close(self.proc.stderr)
+        self.alive = True
+        try:
+            hello = self._read_reply(time.monotonic() + START_TIMEOUT_S)
+        except SessionError as exc:
+            self.close()
+            raise SessionError(f"sandbox supervisor did not start: {exc}") from None
+        if not hello.get("ready"):
+            self.close()
+            raise SessionError(f"unexpected supervisor greeting {hello}")
+
+    def run(self, argv: list[str], stdin: bytes, timeout_s: float, env: dict[str, str] | None) -> dict[str, Any]:
+        if not self.alive or self.proc is None:
+            return {"error": "sandbox session is not running"}
+        request = {
+            "argv": argv, "env": program_env(self.ctx, env), "cwd": INNER_WORKDIR, "timeout_s": timeout_s,
+            "rlimits": rlimits(self.ctx.spec), "max_output": self.ctx.spec.max_output_bytes,
+            "output_limit": self.ctx.spec.output_limit_mb << 20, "stdin_len": len(stdin),
+        }  # fmt: skip
+        header = json.dumps(request).encode()
+        try:
+            _write_all(self.proc.stdin, supervisor.HEADER.pack(len(header)) + header + stdin)
+            return self._read_reply(time.monotonic() + timeout_s + REPLY_GRACE_S)
+        except (OSError, SessionError) as exc:
+            self.alive = False
+            return {"error": f"sandbox supervisor failed: {exc}"}
+
+    def _read_reply(self, deadline: float) -> dict[str, Any]:
+        assert self.proc is not None
+        fd = self.proc.stdout
+        size = supervisor.HEADER.unpack(_read_exact(fd, supervisor.HEADER.size, deadline))[0]
+        reply: dict[str, Any] = json.loads(_read_exact(fd, size, deadline))
+        reply["_out"] = _read_exact(fd, int(reply.get("stdout_len", 0)), deadline)
+        reply["_err"] = _read_exact(fd, int(reply.get("stderr_len", 0)), deadline)
+        return reply
+
+    def close(self) -> None:
+        proc, self.proc = self.proc, None
+        self.alive = False
+        if proc is None:
+            return
+        os.close(proc.stdin)
+        try:
+            _wait_exit(proc.pid, 2.0)
+        finally:
+            os.close(proc.stdout)
+            read_status(proc.status)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _read_exact(fd: int, size: int, deadline: float) -> bytes:
+    chunks: list[bytes] = []
+    while size > 0:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise SessionError("timed out waiting for the supervisor")
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        if not poller.poll(left * 1000):
+            continue
+        chunk = os.read(fd, min(size, 1 << 20))
+        if not chunk:
+            raise SessionError("supervisor exited")
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def _wait_exit(pid: int, timeout_s: float) -> None:
+    """Reap `pid`, SIGKILLing its process group if it has not exited within `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return
+        time.sleep(0.002)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    os.waitpid(pid, 0)

@@ -1,0 +1,135 @@
+"""What a sandbox is asked to be (`SandboxSpec`) and what one run in it produced (`ExecResult`).
+
+Pure data. Guarantees: a spec is frozen and validated (unknown keys rejected, limits positive);
+an `ExecResult` always carries one of seven statuses, and `sandbox_error` is the only one that means
+the infrastructure failed rather than the program. Not here: how limits are enforced (backends).
+"""
+
+from __future__ import annotations
+
+import signal as signal_module
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from posttrain.config import StrictModel
+
+Status = Literal[
+    "ok", "runtime_error", "timeout_wall", "timeout_cpu", "memory_limit", "output_limit", "sandbox_error"
+]
+NetworkMode = Literal["none", "loopback"]
+BackendName = Literal["auto", "bwrap", "local"]
+
+DEFAULT_ENV_ALLOWLIST: tuple[str, ...] = ("LANG", "LC_ALL", "TZ")
+
+
+class SandboxSpec(StrictModel):
+    """Resources, isolation and contents of one sandbox."""
+
+    backend: BackendName = "auto"
+    """Which launcher: `bwrap` (isolating), `local` (NOT isolating), or `auto` (bwrap when usable)."""
+    require_isolation: bool = True
+    """Refuse to run on a backend that does not isolate (the `local` one)."""
+    image: str = "sandbox-base"
+    """Name of a registered rootfs; `sandbox-base` is the host's system directories, read-only."""
+    rootfs: str | None = None
+    """Explicit rootfs directory (overrides `image`); bound read-only as `/`."""
+    timeout_s: float = Field(default=10.0, gt=0)
+    """Wall-clock limit for one exec."""
+    cpu_time_s: float | None = Field(default=None, gt=0)
+    """CPU-time limit per process of one exec (RLIMIT_CPU); None means `timeout_s`."""
+    cpus: float | None = Field(default=None, gt=0)
+    """CPU bandwidth cap in cores (cgroup quota); None means uncapped."""
+    memory_mb: int = Field(default=512, gt=0)
+    """Memory for the program (cgroup); workspace files written by it are charged too."""
+    pids: int = Field(default=64, gt=0)
+    """Processes plus threads the program may have at once (cgroup pids)."""
+    disk_mb: int = Field(default=64, gt=0)
+    """Size cap of the writable workspace plus /tmp, and the largest file (RLIMIT_FSIZE)."""
+    nofile: int = Field(default=256, ge=16)
+    """Open file descriptors per process (RLIMIT_NOFILE)."""
+    network: NetworkMode = "none"
+    """`none`: no sockets of the internet families at all; `loopback`: a private loopback only."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Environment variables set in the sandbox."""
+    env_allowlist: tuple[str, ...] = DEFAULT_ENV_ALLOWLIST
+    """Host environment variables copied in when present; nothing else from the host leaks in."""
+    files: dict[str, str | bytes] = Field(default_factory=dict)
+    """Files placed in the workspace at creation and after every recycle (relative path -> content)."""
+    setup: tuple[tuple[str, ...], ...] = ()
+    """Commands run once in the sandbox after the files are placed; a failure aborts creation."""
+    max_output_bytes: int = Field(default=65536, ge=64)
+    """Bytes of each stream kept: the first and last halves; the original count is always reported."""
+    output_limit_mb: int = Field(default=64, gt=0)
+    """Total output after which the program is killed and the run reported as `output_limit`."""
+
+    @field_validator("files")
+    @classmethod
+    def _relative_paths(cls, files: dict[str, str | bytes]) -> dict[str, str | bytes]:
+        for name in files:
+            if name.startswith("/") or ".." in name.split("/") or not name.strip("/"):
+                raise ValueError(f"file path {name!r} must be relative and stay inside the workspace")
+        return files
+
+    @property
+    def cpu_limit_s(self) -> float:
+        """The effective CPU-time limit."""
+        return self.cpu_time_s if self.cpu_time_s is not None else self.timeout_s
+
+
+class ExecResult(BaseModel):
+    """Outcome of one program run in a sandbox."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: Status
+    """How the run ended; only `sandbox_error` is an infrastructure failure."""
+    exit_code: int | None = None
+    """Exit status when the program exited normally."""
+    signal: int | None = None
+    """Signal number when the program was killed by a signal."""
+    stdout: bytes = b""
+    """Standard output, head and tail kept when longer than the cap."""
+    stderr: bytes = b""
+    """Standard error, head and tail kept when longer than the cap."""
+    stdout_bytes: int = 0
+    """Original length of standard output."""
+    stderr_bytes: int = 0
+    """Original length of standard error."""
+    wall_ms: float = 0.0
+    """Wall time of the run."""
+    cpu_ms: float = 0.0
+    """User plus system CPU time of the program and its reaped descendants."""
+    peak_memory_mb: float = 0.0
+    """Largest resident set of any process of the run."""
+    error: str = ""
+    """What went wrong, for `sandbox_error` (and a short note for limits)."""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def is_infra_error(self) -> bool:
+        return self.status == "sandbox_error"
+
+    @property
+    def stdout_truncated(self) -> bool:
+        return self.stdout_bytes > len(self.stdout)
+
+    @property
+    def stderr_truncated(self) -> bool:
+        return self.stderr_bytes > len(self.stderr)
+
+    def signal_name(self) -> str | None:
+        if self.signal is None:
+            return None
+        try:
+            return signal_module.Signals(self.signal).name
+        except ValueError:
+            return f"SIG{self.signal}"
+
+
+def sandbox_error(message: str, wall_ms: float = 0.0) -> ExecResult:
+    """An infrastructure failure; never the program's fault."""
+    return ExecResult(status="sandbox_error", error=message, wall_ms=wall_ms)

@@ -1,0 +1,308 @@
+"""In-sandbox supervisor and the shared program runner (standard library only).
+
+This file runs in two places. Inside a bubblewrap sandbox it is PID 1 of the sandbox's PID namespace
+(`python3 -I -S supervisor.py`): it reads run requests from fd 0, forks and execs each program with
+its rlimits, collects head+tail output, enforces the wall timeout, then kills every other process in
+the namespace and reaps them all before it answers on fd 1. As PID 1 it cannot be signalled from inside
+the namespace, and it marks itself non-dumpable so sandboxed code cannot read or write its memory.
+On the host, `collect` is reused to drive one-shot and `local` runs.
+
+Guarantees: after a reply, no process of the run is left (everything else in the namespace is killed and
+reaped); output is bounded by `max_output` per stream; a program that prints more than `output_limit`
+in total is killed. Not here: cgroups, namespaces, seccomp (set up by the host before this starts).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import select
+import signal
+import struct
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, BinaryIO
+
+HEADER = struct.Struct(">I")
+
+
+class OutputCapture:
+    """Keeps the first and last `cap // 2` bytes of a stream and counts all of them."""
+
+    def __init__(self, cap: int) -> None:
+        self.half = max(cap // 2, 1)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            if len(self.tail) > 2 * self.half:
+                del self.tail[: len(self.tail) - self.half]
+
+    def value(self) -> bytes:
+        return bytes(self.head) + bytes(self.tail[-self.half :] if self.tail else b"")
+
+
+def collect(
+    pid: int,
+    stdin_fd: int | None,
+    out_fd: int,
+    err_fd: int,
+    stdin_data: bytes,
+    request: dict[str, Any],
+    kill_all: Callable[[], None],
+    reap_all: bool = False,
+) -> dict[str, Any]:
+    """Feed stdin, capture output and wait for `pid` (its direct parent must be this process).
+
+    Returns a reply dict (without the output bytes, which are in `out`/`err` captures).
+    """
+    start = time.monotonic()
+    deadline = start + float(request["timeout_s"])
+    limit = int(request["output_limit"])
+    caps = {out_fd: OutputCapture(int(request["max_output"])), err_fd: OutputCapture(int(request["max_output"]))}
+    pidfd = _pidfd(pid)
+    poller = select.poll()
+    for fd in caps:
+        os.set_blocking(fd, False)
+        poller.register(fd, select.POLLIN)
+    pending = memoryview(stdin_data)
+    if stdin_fd is not None:
+        os.set_blocking(stdin_fd, False)
+        if pending:
+            poller.register(stdin_fd, select.POLLOUT)
+        else:
+            os.close(stdin_fd)
+            stdin_fd = None
+    if pidfd is not None:
+        poller.register(pidfd, select.POLLIN)
+    timed_out = output_killed = exited = False
+    open_fds = set(caps)
+    while not exited:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            timed_out = True
+            break
+        wait_ms = min(left, 0.02 if pidfd is None else left) * 1000
+        for fd, _ev in poller.poll(max(wait_ms, 1)):
+            if fd == pidfd:
+                exited = True
+            elif fd == stdin_fd:
+                pending, stdin_fd = _feed_stdin(poller, stdin_fd, pending)
+            elif not _drain(fd, caps[fd], poller, open_fds):
+                continue
+        if sum(c.total for c in caps.values()) > limit:
+            output_killed = True
+            break
+        if pidfd is None and _exited_nohang(pid):
+            exited = True
+    kill_all()
+    if stdin_fd is not None:
+        os.close(stdin_fd)
+    _drain_rest(caps, open_fds, poller, time.monotonic() + 2.0)
+    if pidfd is not None:
+        os.close(pidfd)
+    for fd in caps:
+        os.close(fd)
+    reply = _reap(pid, reap_all)
+    reply.update(
+        timed_out=timed_out,
+        output_killed=output_killed,
+        wall_ms=(time.monotonic() - start) * 1000,
+        stdout_total=caps[out_fd].total,
+        stderr_total=caps[err_fd].total,
+    )
+    reply["_out"], reply["_err"] = caps[out_fd].value(), caps[err_fd].value()
+    return reply
+
+
+def _pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _exited_nohang(pid: int) -> bool:
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def _feed_stdin(poller: select.poll, fd: int, pending: memoryview) -> tuple[memoryview, int | None]:
+    try:
+        written = os.write(fd, pending[:65536])
+        pending = pending[written:]
+    except BlockingIOError:
+        return pending, fd
+    except OSError:
+        pending = pending[:0]
+    if not pending:
+        poller.unregister(fd)
+        os.close(fd)
+        return pending, None
+    return pending, fd
+
+
+def _drain(fd: int, cap: OutputCapture, poller: select.poll, open_fds: set[int]) -> bool:
+    try:
+        chunk = os.read(fd, 1 << 16)
+    except BlockingIOError:
+        return False
+    if not chunk:
+        poller.unregister(fd)
+        open_fds.discard(fd)
+        return False
+    cap.feed(chunk)
+    return True
+
+
+def _drain_rest(caps: dict[int, OutputCapture], open_fds: set[int], poller: select.poll, until: float) -> None:
+    while open_fds and time.monotonic() < until:
+        for fd, _ev in poller.poll(50):
+            if fd in open_fds:
+                _drain(fd, caps[fd], poller, open_fds)
+
+
+def _reap(pid: int, reap_all: bool) -> dict[str, Any]:
+    """Wait for `pid` (and, as PID 1, for every other child); sum CPU, take the largest RSS."""
+    _, status, usage = os.wait4(pid, 0)
+    cpu_s = usage.ru_utime + usage.ru_stime
+    maxrss_kb = usage.ru_maxrss
+    while reap_all:
+        try:
+            _, _, other = os.wait4(-1, 0)
+        except ChildProcessError:
+            break
+        cpu_s += other.ru_utime + other.ru_stime
+        maxrss_kb = max(maxrss_kb, other.ru_maxrss)
+    exit_code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+    sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+    return {"exit_code": exit_code, "signal": sig, "cpu_ms": cpu_s * 1000, "maxrss_kb": maxrss_kb}
+
+
+# ----------------------------------------------------------------------------- in-sandbox side
+
+
+def _exec_child(request: dict[str, Any], stdin_r: int, out_w: int, err_w: int) -> None:
+    """In the forked child: become a session leader, apply rlimits, exec. Never returns."""
+    try:
+        os.setsid()
+        os.dup2(stdin_r, 0)
+        os.dup2(out_w, 1)
+        os.dup2(err_w, 2)
+        os.closerange(3, 65536)
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGXCPU, signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_DFL)
+        for name, soft, hard in request["rlimits"]:
+            resource.setrlimit(getattr(resource, name), (soft, hard))
+        if _PRCTL is not None:
+            _PRCTL(4, 1, 0, 0, 0)  # dumpable again, so /proc/self is ours; exec would reset it anyway
+        try:
+            with open("/proc/self/oom_score_adj", "w") as handle:
+                handle.write("1000")  # the OOM killer picks the program, never the supervisor
+        except OSError:
+            pass
+        os.chdir(request["cwd"])
+        os.execvpe(request["argv"][0], request["argv"], request["env"])
+    except FileNotFoundError:
+        os.write(2, f"sandbox: command not found: {request['argv'][0]}\n".encode())
+        os._exit(127)
+    except BaseException as exc:  # noqa: BLE001 - the child must never return into the supervisor
+        os.write(2, f"sandbox: cannot exec {request['argv'][0]}: {exc}\n".encode())
+        os._exit(126)
+
+
+def _kill_namespace() -> None:
+    """As PID 1, SIGKILL every other process in the namespace (new forks die with their parents)."""
+    for _ in range(3):
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+
+
+def run_request(request: dict[str, Any], stdin_data: bytes) -> dict[str, Any]:
+    stdin_r, stdin_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        _exec_child(request, stdin_r, out_w, err_w)
+    for fd in (stdin_r, out_w, err_w):
+        os.close(fd)
+    return collect(pid, stdin_w, out_r, err_r, stdin_data, request, _kill_namespace, reap_all=True)
+
+
+def _read_exact(stream: BinaryIO, size: int) -> bytes | None:
+    chunks: list[bytes] = []
+    while size > 0:
+        chunk = stream.read(size)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(stream: BinaryIO) -> tuple[dict[str, Any], bytes] | None:
+    raw = _read_exact(stream, HEADER.size)
+    if raw is None:
+        return None
+    header_raw = _read_exact(stream, HEADER.unpack(raw)[0])
+    if header_raw is None:
+        return None
+    header = json.loads(header_raw)
+    body = _read_exact(stream, int(header.get("stdin_len", 0))) or b""
+    return header, body
+
+
+def write_reply(stream: BinaryIO, reply: dict[str, Any]) -> None:
+    out, err = reply.pop("_out", b""), reply.pop("_err", b"")
+    reply["stdout_len"], reply["stderr_len"] = len(out), len(err)
+    header = json.dumps(reply).encode()
+    stream.write(HEADER.pack(len(header)) + header + out + err)
+    stream.flush()
+
+
+_PRCTL: Any = None
+
+
+def _make_undumpable() -> None:
+    global _PRCTL
+    import ctypes
+
+    _PRCTL = ctypes.CDLL(None, use_errno=True).prctl
+    _PRCTL(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+
+
+def main() -> int:
+    _make_undumpable()
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    requests, replies = os.fdopen(0, "rb", buffering=0), os.fdopen(1, "wb", buffering=0)
+    write_reply(replies, {"ready": True, "pid": os.getpid()})
+    while True:
+        frame = read_frame(requests)
+        if frame is None:
+            return 0
+        header, body = frame
+        try:
+            reply = run_request(header, body)
+        except Exception as exc:  # noqa: BLE001 - reported to the host as an infrastructure failure
+            _kill_namespace()
+            reply = {"error": f"supervisor: {type(exc).__name__}: {exc}"}
+        write_reply(replies, reply)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,232 @@
+"""The host side of a sandbox's writable state: a size-capped tmpfs holding `work/` and `tmp/`.
+
+As root each sandbox gets its own tmpfs mount (size = `disk_mb`), so a full workspace fails with ENOSPC
+inside the sandbox and never fills a host disk; elsewhere a plain directory is used and only
+RLIMIT_FSIZE bounds single files. Guarantees: host-side reads and writes never follow a symlink or open
+a FIFO placed by sandboxed code (every path component is opened with O_NOFOLLOW, and only regular files
+are read); snapshots copy regular files, directories and symlinks (as links), nothing else.
+Not here: running anything in the sandbox.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import itertools
+import os
+import shutil
+import stat
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+MS_NOSUID, MS_NODEV, MNT_DETACH = 2, 4, 2
+_COUNTER = itertools.count()
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+class WorkspaceError(OSError):
+    """A workspace path is unsafe or cannot be accessed."""
+
+
+def state_base() -> Path:
+    """Where sandbox state lives on the host: /run when root, else the temp dir."""
+    if os.geteuid() == 0 and os.path.isdir("/run"):
+        return Path("/run/posttrain-sandbox")
+    return Path(tempfile.gettempdir()) / f"posttrain-sandbox-{os.geteuid()}"
+
+
+def _mount_tmpfs(target: Path, size_mb: int, uid: int) -> bool:
+    options = f"size={size_mb}m,mode=0755,uid={uid},gid={uid}".encode()
+    rc = _LIBC.mount(b"tmpfs", str(target).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options)
+    return rc == 0
+
+
+@dataclass
+class Workspace:
+    root: Path
+    owner_uid: int
+    mounted: bool
+
+    @property
+    def work(self) -> Path:
+        return self.root / "work"
+
+    @property
+    def tmp(self) -> Path:
+        return self.root / "tmp"
+
+    @classmethod
+    def create(cls, size_mb: int, owner_uid: int, base: Path | None = None) -> Workspace:
+        base = base or state_base()
+        base.mkdir(parents=True, exist_ok=True, mode=0o711)
+        root = base / f"{os.getpid()}-{next(_COUNTER)}"
+        root.mkdir(mode=0o755)
+        mounted = os.geteuid() == 0 and _mount_tmpfs(root, size_mb, owner_uid)
+        space = cls(root, owner_uid, mounted)
+        for path in (space.work, space.tmp):
+            path.mkdir()
+            space._own(path)
+        os.chmod(space.tmp, 0o1777)
+        return space
+
+    def _own(self, path: Path | str, fd: int | None = None) -> None:
+        if os.geteuid() != 0:
+            return
+        if fd is not None:
+            os.fchown(fd, self.owner_uid, self.owner_uid)
+        else:
+            os.chown(path, self.owner_uid, self.owner_uid, follow_symlinks=False)
+
+    def write_file(self, rel: str, data: bytes, mode: int = 0o644) -> None:
+        owner = self.owner_uid if os.geteuid() == 0 else None
+        parent_fd, name = _open_parent(self.work, rel, create=True, owner=owner)
+        try:
+            try:
+                os.unlink(name, dir_fd=parent_fd)
+            except FileNotFoundError:
+                pass
+            except IsADirectoryError:
+                raise WorkspaceError(errno.EISDIR, f"{rel} is a directory") from None
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode, dir_fd=parent_fd)
+            try:
+                os.fchmod(fd, mode)
+                self._own(name, fd=fd)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
+        finally:
+            os.close(parent_fd)
+
+    def read_file(self, rel: str, max_bytes: int = 64 << 20) -> bytes:
+        parent_fd, name = _open_parent(self.work, rel, create=False)
+        try:
+            try:
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=parent_fd)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise WorkspaceError(errno.ELOOP, f"{rel} is a symlink; not followed") from None
+                raise
+        finally:
+            os.close(parent_fd)
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise WorkspaceError(errno.EINVAL, f"{rel} is not a regular file")
+            if info.st_size > max_bytes:
+                raise WorkspaceError(errno.EFBIG, f"{rel} is larger than {max_bytes} bytes")
+            chunks: list[bytes] = []
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    def reset(self) -> None:
+        """Empty `work/` and `tmp/` in place (they may be bind-mounted into a running sandbox)."""
+        for path in (self.work, self.tmp):
+            _clear(path)
+
+    def snapshot_to(self, dest: Path) -> None:
+        dest.mkdir(mode=0o700)
+        _copy_tree(self.work, dest, None)
+
+    def restore_from(self, src: Path) -> None:
+        _clear(self.work)
+        _clear(self.tmp)
+        _copy_tree(src, self.work, self.owner_uid if os.geteuid() == 0 else None)
+
+    def close(self) -> None:
+        if self.mounted:
+            if _LIBC.umount2(str(self.root).encode(), MNT_DETACH) != 0:
+                raise OSError(ctypes.get_errno(), f"umount {self.root}")
+            self.mounted = False
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _open_parent(base: Path, rel: str, create: bool, owner: int | None = None) -> tuple[int, str]:
+    """Open the directory holding `rel` under `base` without following symlinks; (dir fd, last name)."""
+    parts = [p for p in rel.split("/") if p not in ("", ".")]
+    if not parts or ".." in parts or rel.startswith("/"):
+        raise WorkspaceError(errno.EINVAL, f"path {rel!r} must be relative and stay in the workspace")
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    fd = os.open(base, flags)
+    try:
+        for part in parts[:-1]:
+            if create:
+                try:
+                    os.mkdir(part, 0o755, dir_fd=fd)
+                    if owner is not None:
+                        os.chown(part, owner, owner, dir_fd=fd, follow_symlinks=False)
+                except FileExistsError:
+                    pass
+            try:
+                child = os.open(part, flags, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise WorkspaceError(exc.errno, f"{rel}: {part} is not a real directory") from None
+                raise
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, parts[-1]
+
+
+def _clear(path: Path) -> None:
+    with os.scandir(path) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+                if os.path.lexists(entry.path):
+                    _make_writable(Path(entry.path))
+                    shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+
+
+def _make_writable(path: Path) -> None:
+    for dirpath, dirnames, _ in os.walk(path):
+        os.chmod(dirpath, 0o700)
+        for name in dirnames:
+            full = os.path.join(dirpath, name)
+            if not os.path.islink(full):
+                os.chmod(full, 0o700)
+
+
+def _copy_tree(src: Path | str, dst: Path | str, owner: int | None) -> None:
+    with os.scandir(src) as entries:
+        for entry in entries:
+            target = os.path.join(dst, entry.name)
+            info = entry.stat(follow_symlinks=False)
+            if stat.S_ISDIR(info.st_mode):
+                os.mkdir(target, stat.S_IMODE(info.st_mode) | 0o700)
+                _copy_tree(entry.path, target, owner)
+            elif stat.S_ISLNK(info.st_mode):
+                os.symlink(os.readlink(entry.path), target)
+            elif stat.S_ISREG(info.st_mode):
+                _copy_file(entry.path, target, stat.S_IMODE(info.st_mode), info.st_size)
+            else:
+                continue
+            if owner is not None:
+                os.chown(target, owner, owner, follow_symlinks=False)
+
+
+def _copy_file(src: str, dst: str, mode: int, size: int) -> None:
+    fin = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        fout = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+        try:
+            offset = 0
+            while offset < size:
+                copied = os.sendfile(fout, fin, offset, size - offset)
+                if copied == 0:
+                    break
+                offset += copied
+        finally:
+            os.close(fout)
+    finally:
+        os.close(fin)
