@@ -45,10 +45,14 @@ class ShapingConfig(StrictModel):
     """Cap domains that stay below target without measurable progress."""
     unlearnable_min_samples: int = Field(256, ge=1)
     """Samples a domain must have had before it can be declared unlearnable."""
-    unlearnable_max_progress_z: float = Field(1.0, ge=0)
-    """A domain is stuck while the z-score of its pass-rate progress stays below this."""
-    unlearnable_patience_steps: int = Field(10, ge=1)
-    """Consecutive stuck updates before the cap applies."""
+    unlearnable_min_gap: float = Field(0.15, ge=0, le=1)
+    """Only a domain at least this far below its target (slow estimate) can be declared unlearnable, so
+    a domain that plateaus near target is never starved into forgetting."""
+    unlearnable_max_progress_z: float = Field(1.5, ge=0)
+    """An update counts as "flat" while |z-score of pass-rate progress| is below this."""
+    unlearnable_patience_steps: int = Field(30, ge=1)
+    """Net flat updates (+1 flat, -3 otherwise; counted after 2 slow half-lives of history) before the
+    cap applies."""
     unlearnable_release_margin: float = Field(0.1, ge=0, le=1)
     """Pass-rate rise over the level at capping that lifts the cap again."""
     unlearnable_cap_vs_uniform: float = Field(0.2, ge=0, le=1)

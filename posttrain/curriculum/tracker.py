@@ -25,7 +25,7 @@ _FLOAT_FIELDS = (
     "fast_sum", "fast_n", "slow_sum", "slow_n", "adv_sum", "total_n", "last_pass",
     "stuck_level",
 )
-_INT_FIELDS = ("stuck_count", "last_seen_step")
+_INT_FIELDS = ("stuck_count", "last_seen_step", "num_observed")
 _BOOL_FIELDS = ("at_target", "stuck")
 
 
@@ -47,6 +47,8 @@ class DomainTracker:
         self.stuck_level = zeros.copy()
         self.stuck_count = np.zeros(num_domains, dtype=np.int64)
         self.last_seen_step = np.full(num_domains, -1, dtype=np.int64)
+        self.num_observed = np.zeros(num_domains, dtype=np.int64)
+        self.min_history = int(np.ceil(2.0 * signals.slow_half_life_steps))
         self.at_target = np.zeros(num_domains, dtype=bool)
         self.stuck = np.zeros(num_domains, dtype=bool)
 
@@ -96,6 +98,7 @@ class DomainTracker:
         self.total_n += n
         self.last_pass[seen] = passed[seen] / n[seen]
         self.last_seen_step[seen] = step
+        self.num_observed += seen
         self._update_flags(seen)
         return seen
 
@@ -106,18 +109,29 @@ class DomainTracker:
                                   np.where(p < self.targets - band, False, self.at_target))
         if not self.shaping.unlearnable_cap:
             return
+        z = self.progress_z
         candidate = (
             seen
             & ~self.at_target
+            & (self.num_observed >= self.min_history)
+            & (self.pass_slow <= self.targets - self.shaping.unlearnable_min_gap)
             & (self.total_n >= self.shaping.unlearnable_min_samples)
-            & (self.progress_z < self.shaping.unlearnable_max_progress_z)
+            & (np.abs(z) < self.shaping.unlearnable_max_progress_z)
         )
-        self.stuck_count = np.where(candidate, self.stuck_count + 1, np.where(seen, 0, self.stuck_count))
+        # Leaky counter: +1 per flat update, -3 per update with visible change. Pure noise keeps |z| below
+        # the threshold most of the time and climbs; a domain that is really moving drifts down.
+        self.stuck_count = np.where(candidate, self.stuck_count + 1,
+                                    np.where(seen, np.maximum(self.stuck_count - 3, 0), self.stuck_count))
         entering = ~self.stuck & (self.stuck_count >= self.shaping.unlearnable_patience_steps)
         self.stuck_level = np.where(entering, self.pass_slow, self.stuck_level)
         self.stuck = self.stuck | entering
-        release = self.stuck & ((p >= self.stuck_level + self.shaping.unlearnable_release_margin)
-                                | self.at_target)
+        # Release needs a rise of at least the margin that is also significant (z >= 2) on the slow
+        # estimate; a noisy fast estimate at the floor would otherwise release guessable domains.
+        slow = self.pass_slow
+        rise = slow - self.stuck_level
+        se = np.sqrt(np.maximum(slow * (1.0 - slow), 0.01) / (self.slow_n + PRIOR_SAMPLES))
+        significant = (rise >= self.shaping.unlearnable_release_margin) & (rise >= 2.0 * se)
+        release = self.stuck & (significant | self.at_target)
         self.stuck = self.stuck & ~release
         self.stuck_count = np.where(release, 0, self.stuck_count)
 

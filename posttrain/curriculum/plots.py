@@ -1,0 +1,66 @@
+"""PNG figures for the curriculum benchmark: learning curves and weight trajectories per scheduler.
+
+Uses matplotlib's non-interactive Agg backend; imported only when plots are asked for.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def write_plots(raw: dict[str, Any], out: Path) -> list[str]:
+    """One learning-curve and one weight-trajectory figure per world; returns the file names."""
+    written = []
+    for world, by_scheduler in raw.items():
+        written.append(_curves(world, by_scheduler, out))
+        written.append(_weights(world, by_scheduler, out))
+    return written
+
+
+def _curves(world: str, by_scheduler: dict[str, Any], out: Path) -> str:
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for kind, data in by_scheduler.items():
+        curves = np.asarray(data["curves"])  # [seeds, T]
+        mean = curves.mean(axis=0)
+        half = 1.96 * curves.std(axis=0, ddof=1) / np.sqrt(len(curves)) if len(curves) > 1 else 0 * mean
+        steps = np.arange(1, mean.size + 1)
+        ax.plot(steps, mean, label=kind, lw=1.5)
+        ax.fill_between(steps, mean - half, mean + half, alpha=0.2)
+    ax.set_xlabel("training step")
+    ax.set_ylabel("mean true pass rate (learnable domains)")
+    ax.set_title(f"world {world}: learning curves (mean, 95% CI over seeds)")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    name = f"curriculum_curves_{Path(world).stem}.png"
+    fig.savefig(out / name, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return name
+
+
+def _weights(world: str, by_scheduler: dict[str, Any], out: Path) -> str:
+    kinds = [k for k, d in by_scheduler.items() if "weight_shares_seed0" in d]
+    cols = 4
+    rows = max(1, -(-len(kinds) // cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3 * rows), squeeze=False, sharey=True)
+    for ax, kind in zip(axes.ravel(), kinds, strict=False):
+        shares = by_scheduler[kind]["weight_shares_seed0"]
+        labels = list(shares)
+        stack = np.asarray([shares[label] for label in labels])
+        ax.stackplot(np.arange(1, stack.shape[1] + 1), stack, labels=labels, alpha=0.8)
+        ax.set_title(kind, fontsize=9)
+        ax.set_ylim(0, 1)
+    for ax in axes.ravel()[len(kinds):]:
+        ax.axis("off")
+    axes[0, 0].legend(fontsize=7, loc="upper right")
+    fig.suptitle(f"world {world}: batch share by domain type (seed 0)")
+    name = f"curriculum_weights_{Path(world).stem}.png"
+    fig.savefig(out / name, dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    return name
