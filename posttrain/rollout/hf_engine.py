@@ -11,6 +11,7 @@ between calls, so `update_weights` only swaps the weights.
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -51,6 +52,11 @@ def truncate_at_stop(token_ids: list[int], stop_token_ids: Sequence[int]) -> lis
         if token in stop_token_ids:
             return token_ids[: i + 1]
     return token_ids
+
+
+def _cache_kwarg(model: Any) -> str:
+    """Newer `transformers` name the KV cache argument `cache`, older ones `past_key_values`."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
 class _FirstCallTimer:
@@ -114,7 +120,7 @@ class HFEngine:
                                       "top_k": params.top_k}
         config = GenerationConfig(
             do_sample=not greedy, max_new_tokens=params.max_new_tokens,
-            num_return_sequences=1 if greedy else params.n, eos_token_id=stop or [-1],  # -1: no model default
+            num_return_sequences=1 if greedy else params.n, eos_token_id=stop,  # [] overrides the model default
             pad_token_id=stop[0] if stop else 0, output_logits=True, return_dict_in_generate=True, **sampling,
         )
         timer = _FirstCallTimer()
@@ -151,7 +157,8 @@ class HFEngine:
         device = next(self.model.parameters()).device
         cache = DynamicCache()
         prompt = torch.tensor([list(request.prompt_ids)], device=device)  # [1, P]
-        logits = self.model(input_ids=prompt, past_key_values=cache, use_cache=True).logits[:, -1]  # [1, V]
+        key = _cache_kwarg(self.model)
+        logits = self.model(input_ids=prompt, use_cache=True, **{key: cache}).logits[:, -1]  # [1, V]
         ttft = time.perf_counter() - start_s
         cache.batch_repeat_interleave(n)
         logits = logits.expand(n, -1)  # [n, V]
@@ -170,7 +177,7 @@ class HFEngine:
             if all(done):
                 break
             step = torch.tensor([[t[-1]] for t in tokens], device=device)  # [n, 1]
-            logits = self.model(input_ids=step, past_key_values=cache, use_cache=True).logits[:, -1]
+            logits = self.model(input_ids=step, use_cache=True, **{key: cache}).logits[:, -1]
             computed += n
         stop = params.stop_token_ids
         samples = [SampleOutput(tokens[j], lps[j], finish_reason_of(tokens[j], stop)) for j in range(n)]

@@ -1,0 +1,100 @@
+"""Sampling controls, seeding, the HF baselines and the engine contract shared by every backend."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from posttrain.rollout import (
+    GenerationRequest,
+    HFEngine,
+    NativeEngine,
+    NativeEngineConfig,
+    RolloutEngine,
+    SamplingParams,
+)
+from posttrain.rollout.engine.sampler import processed_logits
+from tests.rollout.conftest import full_logits, prompt
+
+ENGINES = {
+    "native": lambda m: NativeEngine(m, NativeEngineConfig(block_size=4)),
+    "hf": lambda m: HFEngine(m),
+    "hf_prefill_once": lambda m: HFEngine(m, prefill_once=True),
+}
+
+
+def one(engine: Any, ids: list[int], params: SamplingParams) -> Any:
+    return engine.generate([GenerationRequest(prompt_ids=ids, params=params)])[0]
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_engine_contract(qwen2: Any, name: str) -> None:
+    engine = ENGINES[name](qwen2)
+    assert isinstance(engine, RolloutEngine)
+    params = SamplingParams(n=3, max_new_tokens=6, temperature=1.0, seed=0, stop_token_ids=[5])
+    out = engine.generate([GenerationRequest(prompt_ids=prompt(8), params=params)] * 2)
+    assert [len(o.samples) for o in out] == [3, 3]
+    for sample in out[0].samples:
+        assert len(sample.token_ids) == len(sample.logprobs) <= 6
+        assert sample.finish_reason == ("stop" if sample.token_ids[-1] == 5 else "length")
+        assert 5 not in sample.token_ids[:-1]
+    assert engine.stats()["prompt_tokens"] == 2 * 3 * 8
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_logprobs_are_raw_log_softmax(qwen2: Any, name: str) -> None:
+    ids = prompt(11)
+    params = SamplingParams(n=2, max_new_tokens=7, temperature=0.7, top_k=10, seed=1)
+    for sample in one(ENGINES[name](qwen2), ids, params).samples:
+        logits = full_logits(qwen2, ids + sample.token_ids)[len(ids) - 1 : -1]
+        expected = torch.log_softmax(logits, -1).gather(-1, torch.tensor(sample.token_ids)[:, None])[:, 0]
+        assert (torch.tensor(sample.logprobs) - expected).abs().max().item() < 1e-4
+
+
+def test_hf_prefill_once_matches_generate_greedy(qwen2: Any) -> None:
+    ids = prompt(13)
+    params = SamplingParams(n=2, max_new_tokens=10, temperature=0.0)
+    b0 = one(HFEngine(qwen2), ids, params)
+    b1 = one(HFEngine(qwen2, prefill_once=True), ids, params)
+    assert [s.token_ids for s in b1.samples] == [s.token_ids for s in b0.samples]
+
+
+def test_same_seed_same_samples_whatever_the_batch(qwen2: Any) -> None:
+    params = SamplingParams(n=2, max_new_tokens=8, temperature=1.0, seed=42)
+    ids = prompt(9)
+    alone = one(NativeEngine(qwen2), ids, params)
+    crowd = NativeEngine(qwen2).generate([GenerationRequest(prompt_ids=prompt(12, seed=s), params=params)
+                                          for s in range(3)] + [GenerationRequest(prompt_ids=ids, params=params)])
+    assert [s.token_ids for s in crowd[-1].samples] == [s.token_ids for s in alone.samples]
+
+
+def test_samples_of_a_group_differ(qwen2: Any) -> None:
+    out = one(NativeEngine(qwen2), prompt(9), SamplingParams(n=4, max_new_tokens=8, temperature=1.0, seed=0))
+    assert len({tuple(s.token_ids) for s in out.samples}) > 1
+
+
+def test_top_k_one_is_greedy(qwen2: Any) -> None:
+    ids = prompt(9)
+    greedy = one(NativeEngine(qwen2), ids, SamplingParams(max_new_tokens=8, temperature=0.0))
+    top1 = one(NativeEngine(qwen2), ids, SamplingParams(max_new_tokens=8, temperature=1.0, top_k=1, seed=0))
+    assert top1.samples[0].token_ids == greedy.samples[0].token_ids
+
+
+def test_top_p_keeps_the_smallest_set_reaching_the_mass() -> None:
+    # probabilities 0.5, 0.3, 0.2: top_p=0.7 keeps the first two (0.5 < 0.7 <= 0.8)
+    logits = torch.log(torch.tensor([0.5, 0.3, 0.2]))
+    kept = processed_logits(logits, SamplingParams(top_p=0.7)).isfinite().tolist()
+    assert kept == [True, True, False]
+
+
+def test_session_reuses_history(qwen2: Any) -> None:
+    engine = NativeEngine(qwen2, NativeEngineConfig(block_size=4))
+    session = engine.open_session()
+    session.append(prompt(10))
+    first = session.generate(SamplingParams(max_new_tokens=5, temperature=0.0))
+    session.append(prompt(6, seed=9))
+    session.generate(SamplingParams(max_new_tokens=5, temperature=0.0))
+    assert session.token_ids[10:15] == first.token_ids
+    assert engine.stats()["cached_tokens"] >= 10 + 5 - 1
