@@ -7,10 +7,10 @@ backend does not isolate and is refused unless `require_isolation=False`. See do
 and is not protected against.
 """
 
-
+from posttrain.sandbox.pool import SandboxPool
 from posttrain.sandbox.sandbox import Sandbox, SandboxSetupError, SandboxUnavailable, Snapshot, run_sync
 from posttrain.sandbox.spec import ExecResult, SandboxSpec, Status
-
+from posttrain.sandbox.task_config import TaskSandboxConfig, parse_task_config
 
 __all__ = [
     "ExecResult",

@@ -1,0 +1,131 @@
+"""The spec's `task:` block (type, image, timeout, resources, verifier, retry) parsed into a `SandboxSpec`.
+
+```yaml
+task:
+  type: terminal_benchmark
+  image: sandbox-base:latest
+  timeout: 600s
+  resources: {cpu: 4, mem: 16Gi}
+  verifier: pytest_runner
+  retry: 2
+```
+Durations take `ms`, `s`, `m`, `h` suffixes (a bare number is seconds); sizes take Kubernetes-style
+suffixes (`Ki`, `Mi`, `Gi`, `K`, `M`, `G`; a bare number is bytes). Guarantees: every problem raises
+`ConfigError` naming the key; the image must resolve to a registered rootfs. Not here: running tasks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from posttrain.config import ConfigError, StrictModel, read_yaml, validate
+from posttrain.sandbox.images import ImageError, resolve
+from posttrain.sandbox.spec import NetworkMode, SandboxSpec
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(Ki|Mi|Gi|Ti|K|M|G|T)?\s*$")
+_SIZE_UNITS = {None: 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
+               "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}  # fmt: skip
+
+
+def parse_duration_s(value: str | float | int) -> float:
+    """`600s` -> 600.0, `10m` -> 600.0, `250ms` -> 0.25, `5` -> 5.0."""
+    if isinstance(value, int | float):
+        return float(value)
+    match = _DURATION.match(value)
+    if not match:
+        raise ValueError(f"{value!r} is not a duration like 30s, 10m, 1h or 250ms")
+    return float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+
+
+def parse_size_mb(value: str | float | int) -> int:
+    """`16Gi` -> 16384, `512Mi` -> 512, `1G` -> 953 (10^9 bytes), a bare number is bytes."""
+    if isinstance(value, int | float):
+        return max(1, int(value) >> 20)
+    match = _SIZE.match(value)
+    if not match:
+        raise ValueError(f"{value!r} is not a size like 512Mi, 16Gi or 1G")
+    return max(1, int(float(match.group(1)) * _SIZE_UNITS[match.group(2)]) >> 20)
+
+
+class TaskResources(StrictModel):
+    cpu: float | None = Field(default=None, gt=0)
+    """CPU cores (cgroup bandwidth)."""
+    mem: str | int | None = None
+    """Memory, e.g. `16Gi`."""
+    disk: str | int | None = None
+    """Workspace size, e.g. `1Gi`."""
+    pids: int | None = Field(default=None, gt=0)
+    """Processes plus threads."""
+
+    @field_validator("mem", "disk")
+    @classmethod
+    def _size(cls, value: str | int | None) -> str | int | None:
+        if value is not None:
+            parse_size_mb(value)
+        return value
+
+
+class TaskSandboxConfig(StrictModel):
+    """A task's execution environment, verifier and retry budget."""
+
+    type: str
+    """Task family, e.g. `terminal_benchmark`."""
+    image: str = "sandbox-base"
+    """Rootfs name (`sandbox-base` = the host's system directories, read-only); `:tag` is ignored."""
+    timeout: str | float = "60s"
+    """Wall-clock limit per run."""
+    resources: TaskResources = TaskResources()
+    """CPU, memory, disk and process limits."""
+    verifier: str
+    """Name of the verifier that grades the task."""
+    retry: int = Field(default=0, ge=0)
+    """How many times an infrastructure failure (`sandbox_error`) is retried."""
+    network: NetworkMode = "none"
+    """Network access inside the sandbox."""
+
+    @field_validator("timeout")
+    @classmethod
+    def _duration(cls, value: str | float) -> str | float:
+        if parse_duration_s(value) <= 0:
+            raise ValueError("timeout must be positive")
+        return value
+
+    @property
+    def timeout_s(self) -> float:
+        return parse_duration_s(self.timeout)
+
+    def sandbox_spec(self, **overrides: Any) -> SandboxSpec:
+        """The `SandboxSpec` this task runs under (keyword overrides win)."""
+        try:
+            resolve(self.image)
+        except ImageError as exc:
+            raise ConfigError(f"task.image: {exc}") from None
+        fields: dict[str, Any] = {"image": self.image, "timeout_s": self.timeout_s, "network": self.network}
+        res = self.resources
+        if res.cpu is not None:
+            fields["cpus"] = res.cpu
+        if res.mem is not None:
+            fields["memory_mb"] = parse_size_mb(res.mem)
+        if res.disk is not None:
+            fields["disk_mb"] = parse_size_mb(res.disk)
+        if res.pids is not None:
+            fields["pids"] = res.pids
+        fields.update(overrides)
+        return SandboxSpec(**fields)
+
+
+def parse_task_config(source: Mapping[str, Any] | str | Path) -> TaskSandboxConfig:
+    """Parse a mapping with a `task:` key (or the block itself), or a YAML file holding one."""
+    name = str(source) if isinstance(source, str | Path) else "<task config>"
+    data: Mapping[str, Any] = read_yaml(source) if isinstance(source, str | Path) else source
+    block = data.get("task", data)
+    if not isinstance(block, Mapping):
+        raise ConfigError(f"{name}: task must be a mapping")
+    return validate(TaskSandboxConfig, dict(block), f"{name} (task)")

@@ -1,0 +1,1 @@
+"""Security and behaviour tests for posttrain.sandbox."""
