@@ -16,7 +16,14 @@ from typing import Any
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from posttrain.rollout.api import FinishReason, GenerationRequest, RequestOutput, SampleOutput, Session
+from posttrain.rollout.api import (
+    FinishReason,
+    GenerationRequest,
+    RequestOutput,
+    SampleOutput,
+    SamplingParams,
+    Session,
+)
 from posttrain.rollout.engine.attention import AttentionConfig
 from posttrain.rollout.engine.block_manager import BlockPool
 from posttrain.rollout.engine.kv_store import TieredKVStore
@@ -111,6 +118,17 @@ class NativeEngine:
     def open_session(self) -> Session:
         return Session(self)
 
+    def teacher_forced_logits(self, prompt_ids: Sequence[int], continuation_ids: Sequence[int]) -> torch.Tensor:
+        """Raw logits `[T, V]` predicting each continuation token, fed one decode step at a time."""
+        params = SamplingParams(max_new_tokens=len(continuation_ids), temperature=0.0)
+        seq = Seq(self._next_seq_id, 0, 0, list(prompt_ids), len(prompt_ids), params, None,
+                  forced_ids=list(continuation_ids))
+        self._next_seq_id += 1
+        self.scheduler.add(seq)
+        while self.scheduler.has_work:
+            self.step()
+        return torch.stack(seq.logits_trace)
+
     # ---- the loop -------------------------------------------------------------------------
     def step(self) -> None:
         """Schedule, run the model and sample once."""
@@ -132,7 +150,10 @@ class NativeEngine:
                 continue
             seq = chunk.seq
             token, logprob = sample_token(logits[row], seq.params, seq.generator)
-            if self.config.trace_logits:
+            if seq.forced_ids is not None:
+                token = seq.forced_ids[seq.num_generated]
+                logprob = float(torch.log_softmax(logits[row], -1)[token].item())
+            if self.config.trace_logits or seq.forced_ids is not None:
                 seq.logits_trace.append(logits[row].clone())
             seq.append_token(token, logprob)
             if seq.first_token_s is None:

@@ -40,6 +40,8 @@ class Sequence:
     finish_reason: str | None = None
     prompt_cached: bool = False
     first_token_s: float | None = None
+    forced_ids: list[int] | None = None
+    """Teacher forcing: emit these tokens instead of sampling (their logprobs are still computed)."""
 
     @property
     def num_tokens(self) -> int:
