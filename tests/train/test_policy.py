@@ -1,0 +1,135 @@
+"""PolicyTrainer on tiny random Qwen2 models (CPU)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from posttrain.algo import LossConfig
+from posttrain.train.models import TinyModelConfig, tiny_random
+from posttrain.train.policy import LoraConfig, PolicyConfig, PolicyTrainer, TrainBatch, lr_multiplier
+
+PROMPTS = [[2, 3, 4], [5, 6], [7], [8, 9, 10, 11], [12, 13], [14]]
+RESPONSES = [[20, 21], [22, 23, 24], [25], [26, 27, 28, 29], [], [30, 31]]
+
+
+def _batch(advantages: list[float] | None = None, domains: list[str] | None = None) -> TrainBatch:
+    return TrainBatch(
+        prompt_ids=[list(p) for p in PROMPTS],
+        response_ids=[list(r) for r in RESPONSES],
+        advantages=advantages or [1.0, -1.0, 0.5, 2.0, 1.0, -0.5],
+        domain_ids=domains or ["a", "b", "a", "b", "a", "b"],
+    )
+
+
+def test_logprobs_equal_manual_log_softmax_gather() -> None:
+    model = tiny_random()
+    trainer = PolicyTrainer(model, PolicyConfig(micro_batch_size=4))
+    got = trainer.logprobs(PROMPTS, RESPONSES)
+    for prompt, response, row in zip(PROMPTS, RESPONSES, got, strict=True):
+        with torch.no_grad():
+            logits = model(input_ids=torch.tensor([prompt + response])).logits[0]  # [P + R, V]
+        logprobs = torch.log_softmax(logits.float(), dim=-1)
+        expected = [logprobs[len(prompt) + j - 1, token].item() for j, token in enumerate(response)]
+        assert len(row) == len(response)
+        torch.testing.assert_close(torch.tensor(row), torch.tensor(expected), atol=1e-5, rtol=1e-5)
+
+
+def test_step_reduces_loss_on_fixed_batch() -> None:
+    trainer = PolicyTrainer(tiny_random(), PolicyConfig(lr=3e-3, loss=LossConfig(clip_high=10.0)))
+    batch = _batch(advantages=[1.0] * len(PROMPTS))
+    batch.old_logprobs = trainer.logprobs(batch.prompt_ids, batch.response_ids)
+    # at the old policy every ratio is 1, so the token-mean loss is -A = -1 exactly
+    first = trainer.step(batch)["loss"]
+    second = trainer.step(batch)["loss"]
+    assert first == pytest.approx(-1.0, abs=1e-5)
+    assert second < first - 1e-3
+
+
+def test_positive_advantages_raise_chosen_token_logprobs() -> None:
+    trainer = PolicyTrainer(tiny_random(), PolicyConfig(lr=3e-3, epochs=2))
+    before = sum(map(sum, trainer.logprobs(PROMPTS, RESPONSES)))
+    trainer.step(_batch(advantages=[1.0] * len(PROMPTS)))
+    after = sum(map(sum, trainer.logprobs(PROMPTS, RESPONSES)))
+    assert after > before + 1e-3
+
+
+@pytest.mark.parametrize("aggregation", ["token_mean", "seq_mean_token_mean", "seq_mean_token_sum_norm"])
+def test_micro_batch_size_does_not_change_the_update(aggregation: str) -> None:
+    loss = LossConfig(aggregation=aggregation, entropy_coef=0.01)  # type: ignore[arg-type]
+    results = []
+    for micro in (1, 4, 6):
+        config = PolicyConfig(lr=1e-2, micro_batch_size=micro, epochs=2, loss=loss)
+        trainer = PolicyTrainer(tiny_random(), config)
+        metrics = trainer.step(_batch())
+        results.append((metrics, [p.detach().clone() for p in trainer.model.parameters()]))
+    (base_metrics, base_params), *others = results
+    for metrics, params in others:
+        for key in ("loss", "entropy", "clip_fraction", "grad_norm", "loss/a"):
+            assert metrics[key] == pytest.approx(base_metrics[key], rel=1e-4, abs=1e-6)
+        for param, base in zip(params, base_params, strict=True):
+            torch.testing.assert_close(param, base, atol=1e-5, rtol=1e-4)
+
+
+def test_per_domain_losses_at_the_old_policy() -> None:
+    # at ratio 1 a response's token-mean loss is -A; the empty response (domain a, A = 1) counts 0
+    # loss/a = mean(-1, -0.5, 0) = -0.5; loss/b = mean(1, -2, 0.5) = -0.166667
+    trainer = PolicyTrainer(tiny_random(), PolicyConfig(lr=1e-9))
+    metrics = trainer.step(_batch())
+    assert metrics["loss/a"] == pytest.approx(-0.5, abs=1e-5)
+    assert metrics["loss/b"] == pytest.approx(-1.0 / 6.0, abs=1e-5)
+    assert metrics["clip_fraction"] == 0.0
+
+
+def test_lora_trains_only_adapter_parameters() -> None:
+    trainer = PolicyTrainer(tiny_random(), PolicyConfig(lr=1e-2, lora=LoraConfig(r=4, alpha=8)))
+    before = {name: p.detach().clone() for name, p in trainer.model.named_parameters()}
+    trainer.step(_batch())
+    changed = {name for name, p in trainer.model.named_parameters() if not torch.equal(p, before[name])}
+    assert changed, "nothing trained"
+    assert all("lora_" in name for name in changed)
+    optimised = {id(p) for group in trainer.optimizer.param_groups for p in group["params"]}
+    lora_params = {id(p) for name, p in trainer.model.named_parameters() if "lora_" in name}
+    assert optimised == lora_params
+
+
+def test_k3_kl_is_zero_when_policy_equals_reference() -> None:
+    model = tiny_random()
+    config = PolicyConfig(lr=1e-2, loss=LossConfig(kl_beta=0.1))
+    trainer = PolicyTrainer(model, config, ref_model=copy.deepcopy(model))
+    first = trainer.step(_batch())
+    second = trainer.step(_batch())
+    assert first["kl"] == pytest.approx(0.0, abs=1e-7)
+    assert second["kl"] > 1e-6  # after one update the policy has moved away
+
+
+def test_lora_reference_is_the_adapter_free_base() -> None:
+    # LoRA's B matrices start at zero, so before any update the adapted policy equals its base
+    config = PolicyConfig(lr=1e-2, lora=LoraConfig(r=4), loss=LossConfig(kl_beta=0.1))
+    trainer = PolicyTrainer(tiny_random(), config)
+    assert trainer.step(_batch())["kl"] == pytest.approx(0.0, abs=1e-7)
+    assert trainer.step(_batch())["kl"] > 1e-6
+
+
+def test_learning_rate_schedule_by_hand() -> None:
+    # warmup 4: (s + 1) / 4 -> 0.25, 0.5, 0.75, 1; then cosine over 10 - 4 = 6 steps to a floor of 0.1:
+    # step 7 -> progress 0.5 -> 0.1 + 0.9 * 0.5 * (1 + cos(pi / 2)) = 0.55; step 10 and later -> 0.1
+    config = PolicyConfig(warmup_steps=4, lr_schedule="cosine", decay_steps=10, min_lr_ratio=0.1)
+    got = [lr_multiplier(s, config) for s in (0, 1, 2, 3, 4, 7, 10, 50)]
+    assert got == pytest.approx([0.25, 0.5, 0.75, 1.0, 1.0, 0.55, 0.1, 0.1])
+
+
+def test_reported_lr_follows_the_schedule() -> None:
+    config = PolicyConfig(lr=1e-3, warmup_steps=2, epochs=1)
+    trainer = PolicyTrainer(tiny_random(TinyModelConfig(num_layers=1)), config)
+    assert [trainer.step(_batch())["lr"] for _ in range(3)] == pytest.approx([5e-4, 1e-3, 1e-3])
+
+
+def test_mismatched_batch_is_rejected() -> None:
+    batch = _batch()
+    batch.old_logprobs = [[0.0]] * len(PROMPTS)
+    trainer = PolicyTrainer(tiny_random(TinyModelConfig(num_layers=1)), PolicyConfig())
+    with pytest.raises(ValueError, match="old logprobs"):
+        trainer.step(batch)
