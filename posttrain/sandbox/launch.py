@@ -96,7 +96,7 @@ def bwrap_argv(ctx: Context, command: list[str], persistent: bool, extra_binds: 
     argv += list(ctx.rootfs.args) + list(extra_binds)
     argv += ["--proc", "/proc", "--dev", "/dev"]
     argv += ["--bind", str(ctx.workspace.work), INNER_WORKDIR, "--bind", str(ctx.workspace.tmp), "/tmp"]
-    argv += ["--chdir", INNER_WORKDIR, "--json-status-fd", str(STATUS_FD)]
+    argv += ["--remount-ro", "/", "--chdir", INNER_WORKDIR, "--json-status-fd", str(STATUS_FD)]
     if features.seccomp:
         argv += ["--seccomp", str(SEC_FD)]
     if persistent:
