@@ -191,7 +191,7 @@ def test_listener_in_a_test_network_namespace_is_unreachable() -> None:
         probe = f"import socket, time\nfor _ in range(50):\n    try:\n        socket.create_connection(('{ns_ip}', 9), timeout=1); print('connected'); break\n    except OSError as e:\n        err = e.errno; time.sleep(0.05)\nelse:\n    print('blocked', err)"
         control = subprocess.run([PY_HOST, "-c", probe], capture_output=True, timeout=10)
         assert control.stdout == b"connected\n"  # the target really is reachable from the host
-        result = py(probe, network="loopback", timeout_s=10)
+        result = py(probe.replace("range(50)", "range(1)"), network="loopback", timeout_s=10)
         assert result.stdout.startswith(b"blocked")
     finally:
         server.kill()
