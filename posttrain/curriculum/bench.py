@@ -18,8 +18,15 @@ from typing import Any
 
 import numpy as np
 
+from posttrain.curriculum.difficulty import DifficultyConfig
 from posttrain.curriculum.episode import METRICS, run_episode
-from posttrain.curriculum.sim import KIND_GUESSABLE, KIND_HOPELESS, KIND_NORMAL, KIND_SATURATING, load_sim_config
+from posttrain.curriculum.sim import (
+    KIND_GUESSABLE,
+    KIND_HOPELESS,
+    KIND_NORMAL,
+    KIND_SATURATING,
+    load_sim_config,
+)
 
 SCHEDULERS: dict[str, dict[str, Any]] = {
     "uniform": {"kind": "uniform"},
@@ -33,9 +40,13 @@ SCHEDULERS: dict[str, dict[str, Any]] = {
     "learning_progress": {"kind": "learning_progress"},
     "bandit": {"kind": "bandit"},
     "default": {"kind": "default"},
+    "default+difficulty": {"kind": "default"},
 }
 """Benchmarked schedulers with their default configs (`static` has no prior ratios, so it is uniform;
-`target_multiplicative_bounded` is the reference rule with the default scheduler's floors/ceilings)."""
+`target_multiplicative_bounded` is the reference rule with the default scheduler's floors/ceilings;
+`default+difficulty` adds level targeting inside each domain)."""
+WITH_DIFFICULTY = {"default+difficulty"}
+"""Variants run with a `DifficultyTargeter` choosing levels inside each domain."""
 KIND_NAMES = {KIND_NORMAL: "normal", KIND_SATURATING: "saturating", KIND_HOPELESS: "hopeless",
               KIND_GUESSABLE: "guessable"}
 
@@ -58,7 +69,9 @@ def summarise(values: list[float]) -> dict[str, float]:
 def _job(args: tuple[str, str, int, int | None]) -> tuple[str, str, int, dict[str, float], list[float], Any]:
     sim_name, scheduler, seed, steps = args
     config = load_sim_config(sim_name)
-    result = run_episode(config, SCHEDULERS[scheduler], seed, steps, record_weights=seed == 0)
+    difficulty = DifficultyConfig() if scheduler in WITH_DIFFICULTY else None
+    result = run_episode(config, SCHEDULERS[scheduler], seed, steps, record_weights=seed == 0,
+                         difficulty=difficulty)
     shares = None
     if result.weights is not None:
         shares = {KIND_NAMES[k]: result.weights[:, result.domain_kind == k].sum(axis=1).tolist()

@@ -10,13 +10,15 @@ drop of a learnable domain from its running peak). Not here: aggregation over se
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from posttrain.curriculum.difficulty import DifficultyConfig, DifficultyTargeter, level_balanced_pass_rate
 from posttrain.curriculum.scheduler import build_scheduler
 from posttrain.curriculum.sim import KIND_GUESSABLE, KIND_HOPELESS, SimConfig, Simulator
+from posttrain.curriculum.stats import DomainStats
 
 METRICS: tuple[str, ...] = (
     "steps_to_target",
@@ -52,7 +54,10 @@ def run_episode(
     seed: int,
     num_steps: int | None = None,
     record_weights: bool = False,
+    difficulty: DifficultyConfig | None = None,
 ) -> EpisodeResult:
+    """Train a fresh world of `seed` for `num_steps` (default: the config's horizon) under a scheduler;
+    with `difficulty`, levels inside each domain are chosen by a `DifficultyTargeter`."""
     sim = Simulator(sim_config, seed)
     names = domain_names(sim_config.num_domains)
     scheduler = build_scheduler(scheduler_config, domains=names)
@@ -63,13 +68,19 @@ def run_episode(
     passes = np.empty((steps, sim_config.num_domains))
     weights = np.empty((steps, sim_config.num_domains)) if record_weights else None
     prompts_unlearnable = prompts_after_warmup = 0
+    targeter = None
+    if difficulty is not None:
+        targeter = DifficultyTargeter({n: ["easy", "medium", "hard"] for n in names}, difficulty)
     for t in range(steps):
         allocation = scheduler.batch_counts(sim_config.batch_size, rng)
         counts = np.fromiter((allocation[n] for n in names), dtype=np.int64, count=len(names))
         if t >= sim_config.warmup_steps:
             prompts_unlearnable += int(counts[unlearnable].sum())
             prompts_after_warmup += int(counts.sum())
-        observed = sim.step(counts)
+        level_probs = None if targeter is None else np.stack([targeter.level_probs_array(n) for n in names])
+        observed = sim.step(counts, level_probs)
+        if targeter is not None:
+            observed = _level_balanced(observed, targeter, names, sim)
         scheduler.update({names[d]: s for d, s in observed.items()}, step=t + 1)
         passes[t] = sim.true_pass_rates()
         if weights is not None:
@@ -78,6 +89,18 @@ def run_episode(
     metrics = _score(passes[:, learnable], sim_config.target, steps)
     metrics["unlearnable_share"] = prompts_unlearnable / max(prompts_after_warmup, 1)
     return EpisodeResult(metrics, passes[:, learnable].mean(axis=1), weights, sim.world.kind)
+
+
+def _level_balanced(
+    observed: dict[int, DomainStats], targeter: DifficultyTargeter, names: list[str], sim: Simulator
+) -> dict[int, DomainStats]:
+    """Steer levels with the raw pass rate; report the level-balanced one to the domain scheduler."""
+    balanced = {}
+    for d, item in observed.items():
+        targeter.update(names[d], item.pass_rate, item.n)
+        rate = level_balanced_pass_rate(sim.last_level_passes[d].tolist(), sim.last_level_samples[d].tolist())
+        balanced[d] = replace(item, pass_rate=item.pass_rate if rate is None else rate)
+    return balanced
 
 
 def _score(passes: np.ndarray, target: float, steps: int) -> dict[str, float]:

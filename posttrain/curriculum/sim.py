@@ -164,6 +164,9 @@ class Simulator:
         self.world = sample_world(config, self.rng)
         self.theta = self.world.theta0.copy()
         self._offsets, self._offset_weights = _offset_grid(config)
+        self.last_level_passes = np.zeros((config.num_domains, 3))
+        """[D, 3] passes per level in the last step (with `last_level_samples`, for level-balanced stats)."""
+        self.last_level_samples = np.zeros((config.num_domains, 3))
 
     def true_pass_rates(self) -> np.ndarray:
         """Level-averaged pass rate per domain with a perfect verifier (what benchmarks score)."""
@@ -185,6 +188,10 @@ class Simulator:
         learnable_part = _sigmoid(self.theta[domain] - items)
         success = (w.guess[domain] + (1.0 - w.guess[domain]) * learnable_part) * w.recall[domain]
         wins = rng.binomial(cfg.group_size, success)
+        cell = domain * 3 + level
+        num_cells = 3 * cfg.num_domains
+        self.last_level_passes = np.bincount(cell, wins, minlength=num_cells).reshape(-1, 3)
+        self.last_level_samples = cfg.group_size * np.bincount(cell, minlength=num_cells).reshape(-1, 3)
         stats = self._stats(domain, wins, counts)
         self._learn(domain, learnable_part)
         return stats
