@@ -83,6 +83,8 @@ class PolicyConfig(StrictModel):
     """Use bf16 autocast when the model is on CUDA (never on CPU)."""
     gradient_checkpointing: bool = False
     """Recompute activations in the backward pass to save memory."""
+    temperature: float = Field(1.0, gt=0)
+    """Rollout sampling temperature: logits are divided by it so new and old log-probabilities agree."""
     logits_chunk_size: int = Field(128, gt=0)
     """Positions per chunk when turning logits into log-probabilities and entropy."""
     seed: int = 0
@@ -234,6 +236,8 @@ class PolicyTrainer:
                 **kwargs,
             )
         logits = output.logits if kwargs else output.logits[:, pairs.first_kept :]  # [B, K, V]
+        if self.config.temperature != 1.0:
+            logits = logits / self.config.temperature
         index = pairs.response_index.to(self.device)  # [B, R]
         chunk = self.config.logits_chunk_size
         logprobs = token_logprobs(logits, pairs.kept_targets().to(self.device), chunk).gather(1, index)

@@ -133,3 +133,14 @@ def test_mismatched_batch_is_rejected() -> None:
     trainer = PolicyTrainer(tiny_random(TinyModelConfig(num_layers=1)), PolicyConfig())
     with pytest.raises(ValueError, match="old logprobs"):
         trainer.step(batch)
+
+
+def test_temperature_divides_the_logits() -> None:
+    # log-probabilities at temperature 2 are log_softmax(logits / 2) of the same model
+    model = tiny_random(TinyModelConfig(num_layers=1))
+    plain = PolicyTrainer(model, PolicyConfig()).logprobs([[2, 3]], [[4]])
+    hot = PolicyTrainer(model, PolicyConfig(temperature=2.0)).logprobs([[2, 3]], [[4]])
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([[2, 3, 4]])).logits[0, 1]  # [V], predicts token 4
+    assert hot[0][0] == pytest.approx(torch.log_softmax(logits / 2.0, -1)[4].item(), abs=1e-5)
+    assert hot[0][0] != pytest.approx(plain[0][0], abs=1e-3)
