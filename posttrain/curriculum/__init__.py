@@ -23,14 +23,34 @@ from posttrain.curriculum.configs import (
     TargetMultiplicativeSchedulerConfig,
     UniformSchedulerConfig,
 )
+from posttrain.curriculum.difficulty import DifficultyConfig, DifficultyTargeter, group_levels
+from posttrain.curriculum.dynamic_sampling import (
+    DynamicSamplingConfig,
+    FilterReport,
+    FilterResult,
+    RewardGroup,
+    fill_informative_groups,
+)
+from posttrain.curriculum.loss_weighting import DoubleWeightingError, WeightRouting, domain_loss_coefficients
 from posttrain.curriculum.scheduler import DomainScheduler, WeightedScheduler, build_scheduler
 from posttrain.curriculum.stats import DomainStats, domain_stats_from_groups
 
 __all__ = [
     "BanditSchedulerConfig",
     "DefaultSchedulerConfig",
+    "DifficultyConfig",
+    "DifficultyTargeter",
     "DomainScheduler",
     "DomainStats",
+    "DoubleWeightingError",
+    "DynamicSamplingConfig",
+    "FilterReport",
+    "FilterResult",
+    "RewardGroup",
+    "WeightRouting",
+    "domain_loss_coefficients",
+    "fill_informative_groups",
+    "group_levels",
     "LearnabilitySchedulerConfig",
     "LearningProgressSchedulerConfig",
     "PluginSchedulerConfig",

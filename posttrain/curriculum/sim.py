@@ -164,9 +164,9 @@ class Simulator:
         self.world = sample_world(config, self.rng)
         self.theta = self.world.theta0.copy()
         self._offsets, self._offset_weights = _offset_grid(config)
-        self.last_level_passes = np.zeros((config.num_domains, 3))
+        self.last_level_passes: np.ndarray = np.zeros((config.num_domains, 3))
         """[D, 3] passes per level in the last step (with `last_level_samples`, for level-balanced stats)."""
-        self.last_level_samples = np.zeros((config.num_domains, 3))
+        self.last_level_samples: np.ndarray = np.zeros((config.num_domains, 3))
 
     def true_pass_rates(self) -> np.ndarray:
         """Level-averaged pass rate per domain with a perfect verifier (what benchmarks score)."""

@@ -1,0 +1,68 @@
+"""DomainStats, config parsing and build_scheduler's inputs."""
+
+from __future__ import annotations
+
+import pytest
+
+from posttrain.config import ConfigError, StrictModel
+from posttrain.curriculum import (
+    DefaultSchedulerConfig,
+    DomainStats,
+    SchedulerConfig,
+    TargetMultiplicativeSchedulerConfig,
+    build_scheduler,
+    domain_stats_from_groups,
+)
+
+
+def test_stats_from_groups_hand_values() -> None:
+    # Group 1 rewards [1, 0, 1, 0] (mean 0.5, |adv| 0.5 each); group 2 [1, 1, 1, 1] (flat).
+    # pass = 6/8; mean |adv| = (4 * 0.5 + 0) / 8 = 0.25; flat groups 1/2.
+    stats = domain_stats_from_groups([[1, 0, 1, 0], [1, 1, 1, 1]])
+    assert stats == DomainStats(n=8, mean_reward=0.75, pass_rate=0.75, mean_abs_advantage=0.25,
+                                zero_variance_fraction=0.5)
+
+
+def test_stats_reject_pass_rate_outside_unit_interval() -> None:
+    with pytest.raises(ValueError):
+        DomainStats(n=1, mean_reward=0.0, pass_rate=1.5)
+
+
+def test_unknown_kind_is_a_config_error() -> None:
+    with pytest.raises(ConfigError):
+        build_scheduler({"kind": "nope"}, domains=["a"])
+
+
+def test_unknown_key_is_a_config_error() -> None:
+    with pytest.raises(ConfigError):
+        build_scheduler({"kind": "uniform", "colour": "red"}, domains=["a"])
+
+
+def test_model_config_is_accepted() -> None:
+    sched = build_scheduler(TargetMultiplicativeSchedulerConfig(target=0.5), domains=["a", "b"])
+    assert sched.weights() == {"a": 0.5, "b": 0.5}
+
+
+def test_union_embeds_in_a_parent_config_with_default() -> None:
+    class Trainer(StrictModel):
+        scheduler: SchedulerConfig = DefaultSchedulerConfig()
+
+    assert Trainer().scheduler.kind == "default"
+    assert Trainer.model_validate({"scheduler": {"kind": "bandit"}}).scheduler.kind == "bandit"
+
+
+def test_per_domain_max_weight_is_respected() -> None:
+    sched = build_scheduler({"kind": "static", "ratios": {"a": 100.0}}, domains=["a", "b", "c"],
+                            max_weights={"a": 0.2})
+    assert sched.weights()["a"] == pytest.approx(0.2)
+
+
+def test_per_domain_min_weight_is_respected() -> None:
+    sched = build_scheduler({"kind": "static", "ratios": {"a": 100.0}}, domains=["a", "b", "c"],
+                            min_weights={"c": 0.3})
+    assert sched.weights()["c"] == pytest.approx(0.3)
+
+
+def test_duplicate_domains_are_rejected() -> None:
+    with pytest.raises(ConfigError):
+        build_scheduler({"kind": "uniform"}, domains=["a", "a"])
