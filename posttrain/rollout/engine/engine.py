@@ -88,7 +88,7 @@ class NativeEngine:
     # ---- RolloutEngine --------------------------------------------------------------------
     def generate(self, requests: Sequence[GenerationRequest]) -> list[RequestOutput]:
         start_s = time.perf_counter()
-        seqs = [self._add(i, r) for i, r in enumerate(requests)]
+        seqs = self.submit(requests)
         while self.scheduler.has_work:
             self.step()
         return [self._output(i, r, seqs, start_s) for i, r in enumerate(requests)]
@@ -120,6 +120,12 @@ class NativeEngine:
 
     def teacher_forced_logits(self, prompt_ids: Sequence[int], continuation_ids: Sequence[int]) -> torch.Tensor:
         """Raw logits `[T, V]` predicting each continuation token, fed one decode step at a time."""
+        return self.teacher_forced(prompt_ids, continuation_ids)[0]
+
+    def teacher_forced(self, prompt_ids: Sequence[int],
+                       continuation_ids: Sequence[int]) -> tuple[torch.Tensor, float, float]:
+        """`teacher_forced_logits` plus (time to first logits, total time) in seconds."""
+        start_s = time.perf_counter()
         params = SamplingParams(max_new_tokens=len(continuation_ids), temperature=0.0)
         seq = Seq(self._next_seq_id, 0, 0, list(prompt_ids), len(prompt_ids), params, None,
                   forced_ids=list(continuation_ids))
@@ -127,7 +133,8 @@ class NativeEngine:
         self.scheduler.add(seq)
         while self.scheduler.has_work:
             self.step()
-        return torch.stack(seq.logits_trace)
+        first_s = (seq.first_token_s or start_s) - start_s
+        return torch.stack(seq.logits_trace), first_s, time.perf_counter() - start_s
 
     # ---- the loop -------------------------------------------------------------------------
     def step(self) -> None:
@@ -160,6 +167,14 @@ class NativeEngine:
                 seq.first_token_s = now
             self._counters["generated_tokens"] += 1
             row += 1
+
+    def submit(self, requests: Sequence[GenerationRequest]) -> list[list[Seq]]:
+        """Queue requests without running them (drive with `step`); the sequences of each request."""
+        return [self._add(i, r) for i, r in enumerate(requests)]
+
+    @property
+    def has_work(self) -> bool:
+        return self.scheduler.has_work
 
     def _add(self, index: int, request: GenerationRequest) -> list[Seq]:
         seqs = []

@@ -49,7 +49,7 @@ class Scheduler:
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
         self.counters = {"prompt_tokens": 0, "cached_tokens": 0, "computed_tokens": 0,
-                         "preemptions": 0, "max_waste_slots": 0}
+                         "computed_prompt_tokens": 0, "preemptions": 0, "max_waste_slots": 0}
 
     @property
     def has_work(self) -> bool:
@@ -83,6 +83,8 @@ class Scheduler:
             seq = chunk.seq
             seq.num_computed += chunk.num_tokens
             self.counters["computed_tokens"] += chunk.num_tokens
+            if chunk.start < seq.prompt_len:
+                self.counters["computed_prompt_tokens"] += min(seq.num_computed, seq.prompt_len) - chunk.start
             if self.prefix_caching and not seq.prompt_cached and seq.num_computed >= seq.prompt_len:
                 self._cache_computed(seq)
                 seq.prompt_cached = True
@@ -128,7 +130,9 @@ class Scheduler:
                 node, matched = device_node, device_node.end
         bs = self.pool.block_size
         n = min(seq.num_tokens - matched, budget)
-        needed = -(-(matched + n) // bs) - matched // bs
+        # admit only when the whole prompt fits next to the running sequences (or nothing runs)
+        target = seq.num_tokens + 1 if self.running else matched + n
+        needed = -(-target // bs) - matched // bs
         if self.pool.num_free < needed:
             self.radix.evict(needed)
         if self.pool.num_free < needed:

@@ -1,0 +1,10 @@
+"""Rollout benchmark entry point: `python bench/rollout.py [--quick] [--json] [--out DIR]`."""
+
+from __future__ import annotations
+
+import sys
+
+from posttrain.rollout.bench import main
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
