@@ -11,6 +11,7 @@ Not here: attaching processes (the launcher writes its own pid to `attach_paths`
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import signal
@@ -44,6 +45,20 @@ class CgroupManager(Protocol):
     name: str
 
     def create(self, limits: Limits) -> CgroupGroup: ...
+    def leftover_groups(self) -> int: ...
+    def cleanup(self) -> None: ...
+
+
+def _children(path: Path) -> int:
+    try:
+        return sum(1 for p in path.iterdir() if p.is_dir())
+    except OSError:
+        return 0
+
+
+def _remove_empty(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        path.rmdir()
 
 
 def _write(path: Path, value: str) -> None:
@@ -83,10 +98,8 @@ def _kill_and_wait(dirs: list[Path], timeout_s: float) -> None:
         if not pids:
             return
         for pid in pids:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         if time.monotonic() > deadline:
             raise RuntimeError(f"cgroup {dirs[0]} still has processes {pids} after SIGKILL")
         time.sleep(0.002)
@@ -137,6 +150,13 @@ class V1Manager:
     mounts: dict[str, Path]  # controller -> hierarchy dir where this process sits
     name: str = "cgroup-v1"
     prefix: str = field(default_factory=lambda: f"posttrain-sandbox-{os.getpid()}")
+
+    def leftover_groups(self) -> int:
+        return sum(_children(base / self.prefix) for base in set(self.mounts.values()))
+
+    def cleanup(self) -> None:
+        for base in set(self.mounts.values()):
+            _remove_empty(base / self.prefix)
 
     def create(self, limits: Limits) -> V1Group:
         leaf = f"sb{next(_COUNTER)}"
@@ -194,6 +214,12 @@ class V2Manager:
     root: Path
     name: str = "cgroup-v2"
     prefix: str = field(default_factory=lambda: f"posttrain-sandbox-{os.getpid()}")
+
+    def leftover_groups(self) -> int:
+        return _children(self.root / self.prefix)
+
+    def cleanup(self) -> None:
+        _remove_empty(self.root / self.prefix)
 
     def create(self, limits: Limits) -> V2Group:
         parent = self.root / self.prefix

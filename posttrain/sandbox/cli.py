@@ -31,7 +31,9 @@ def register(sub: Any) -> None:
     check.add_argument("--json", action="store_true")
     check.set_defaults(func=_check)
     bench = group.add_parser("bench", help="run the sandbox benchmark")
-    bench.add_argument("rest", nargs=argparse.REMAINDER, help="arguments for the benchmark (--json, --out DIR)")
+    bench.add_argument(
+        "rest", nargs=argparse.REMAINDER, help="arguments for the benchmark (--json, --out DIR)"
+    )
     bench.set_defaults(func=_bench)
     parser.set_defaults(func=lambda args: parser.print_help() or 2)
 
@@ -82,8 +84,18 @@ def _check(args: argparse.Namespace) -> int:
     fallback, fallback_reason = backend_for("auto", require_isolation=False)
     if args.json:
         rows = [{"feature": n, "available": ok, "detail": d} for n, ok, d in features.table()]
-        print(json.dumps({"features": rows, "backend": chosen or fallback, "isolated": chosen == "bwrap",
-                          "reason": reason if chosen else fallback_reason, "notes": features.notes}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "features": rows,
+                    "backend": chosen or fallback,
+                    "isolated": chosen == "bwrap",
+                    "reason": reason if chosen else fallback_reason,
+                    "notes": features.notes,
+                },
+                indent=2,
+            )
+        )
         return 0
     for name, ok, detail in features.table():
         print(f"  [{'x' if ok else ' '}] {name:<34} {detail}")

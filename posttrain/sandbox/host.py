@@ -7,6 +7,7 @@ Not here: launching sandboxes.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import shutil
@@ -45,7 +46,11 @@ class HostFeatures:
 
     def table(self) -> list[tuple[str, bool, str]]:
         return [
-            ("bubblewrap", self.bwrap is not None, self.bwrap or "not installed (apt-get install bubblewrap)"),
+            (
+                "bubblewrap",
+                self.bwrap is not None,
+                self.bwrap or "not installed (apt-get install bubblewrap)",
+            ),
             (
                 "user namespaces",
                 self.bwrap_usable,
@@ -55,8 +60,16 @@ class HostFeatures:
             ),
             ("pid/net/ipc/uts/mount namespaces", self.bwrap_usable, "via bubblewrap"),
             ("cgroup limits", self.cgroups is not None, self.cgroup_reason),
-            ("seccomp filter", self.seccomp, "built-in BPF deny list" if self.seccomp else "unknown architecture"),
-            ("workspace quota", self.tmpfs_quota, "per-sandbox tmpfs" if self.tmpfs_quota else "RLIMIT_FSIZE only"),
+            (
+                "seccomp filter",
+                self.seccomp,
+                "built-in BPF deny list" if self.seccomp else "unknown architecture",
+            ),
+            (
+                "workspace quota",
+                self.tmpfs_quota,
+                "per-sandbox tmpfs" if self.tmpfs_quota else "RLIMIT_FSIZE only",
+            ),
         ]
 
 
@@ -76,12 +89,20 @@ def host_features() -> HostFeatures:
     unprivileged = root_ok = False
     if bwrap:
         if os.geteuid() == 0 and setpriv:
-            drop = [setpriv, f"--reuid={SANDBOX_HOST_UID}", f"--regid={SANDBOX_HOST_UID}", "--clear-groups", "--"]
+            drop = [
+                setpriv,
+                f"--reuid={SANDBOX_HOST_UID}",
+                f"--regid={SANDBOX_HOST_UID}",
+                "--clear-groups",
+                "--",
+            ]
             unprivileged = _probe_bwrap(bwrap, drop)
         if not unprivileged:
             root_ok = _probe_bwrap(bwrap, [])
             unprivileged = root_ok and os.geteuid() != 0
     manager, reason = detect()
+    if manager is not None:
+        atexit.register(manager.cleanup)
     features = HostFeatures(
         bwrap=bwrap,
         setpriv=setpriv,

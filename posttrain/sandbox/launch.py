@@ -10,6 +10,7 @@ infrastructure failures. Not here: the persistent supervisor protocol (`session.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -74,23 +75,31 @@ def rlimits(spec: SandboxSpec) -> list[tuple[str, int, int]]:
 
 def gate_script(cgroup: CgroupGroup | None, limits: list[tuple[str, int, int]]) -> str:
     """dash script: join the cgroup, set rlimits, exec "$@"."""
-    lines = [f"echo $$ > {shlex.quote(path)} || exit 125" for path in (cgroup.attach_paths() if cgroup else [])]
+    lines = [
+        f"echo $$ > {shlex.quote(path)} || exit 125" for path in (cgroup.attach_paths() if cgroup else [])
+    ]
     flags = {"RLIMIT_CPU": "-t", "RLIMIT_FSIZE": "-f", "RLIMIT_NOFILE": "-n", "RLIMIT_CORE": "-c"}
     for name, soft, hard in limits:
         scale = 512 if name in ("RLIMIT_FSIZE", "RLIMIT_CORE") else 1  # dash counts these in 512-byte blocks
-        lines.append(f"ulimit -S {flags[name]} {soft // scale} && ulimit -H {flags[name]} {hard // scale} || exit 125")
+        lines.append(
+            f"ulimit -S {flags[name]} {soft // scale} && ulimit -H {flags[name]} {hard // scale} || exit 125"
+        )
     lines.append('exec "$@"')
     return "\n".join(lines)
 
 
-def bwrap_argv(ctx: Context, command: list[str], persistent: bool, extra_binds: tuple[str, ...] = ()) -> list[str]:
-    features, spec = ctx.features, ctx.spec
+def bwrap_argv(
+    ctx: Context, command: list[str], persistent: bool, extra_binds: tuple[str, ...] = ()
+) -> list[str]:
+    features, _spec = ctx.features, ctx.spec
     assert features.bwrap is not None and ctx.rootfs is not None
     argv: list[str] = []
     if features.run_as_uid is not None and features.setpriv:
         uid = features.run_as_uid
         argv += [features.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
-    argv += [features.bwrap, "--unshare-user", "--uid", "1000", "--gid", "1000", "--disable-userns"]
+    argv += [features.bwrap, "--unshare-user", "--uid", "1000", "--gid", "1000"]
+    if persistent:
+        argv += ["--disable-userns"]  # belt and braces over the seccomp rule; costs ~2 ms, so sessions only
     argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try"]
     argv += ["--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv"]
     argv += list(ctx.rootfs.args) + list(extra_binds)
@@ -178,10 +187,8 @@ def run_oneshot(ctx: Context, argv: list[str], stdin: bytes, timeout_s: float) -
                "output_limit": ctx.spec.output_limit_mb << 20}  # fmt: skip
 
     def kill_all() -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         if ctx.cgroup is not None:
             ctx.cgroup.kill_all()
 

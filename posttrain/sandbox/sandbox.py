@@ -62,7 +62,9 @@ def _build_context(spec: SandboxSpec) -> Context:
         raise SandboxUnavailable(reason)
     features = host_features()
     if backend == "local":
-        warnings.warn("posttrain.sandbox: LOCAL backend, programs are NOT isolated", RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            "posttrain.sandbox: LOCAL backend, programs are NOT isolated", RuntimeWarning, stacklevel=3
+        )
     rootfs = resolve(spec.image, spec.rootfs) if backend == "bwrap" else None
     owner = features.run_as_uid if features.run_as_uid is not None else 0
     workspace = Workspace.create(spec.disk_mb, owner if backend == "bwrap" else 0)
@@ -115,7 +117,9 @@ class Sandbox:
             result = await self.exec(list(argv))
             if not result.ok:
                 await self.close()
-                raise SandboxSetupError(f"setup {list(argv)} failed: {result.status} {result.stderr[-500:]!r}")
+                raise SandboxSetupError(
+                    f"setup {list(argv)} failed: {result.status} {result.stderr[-500:]!r}"
+                )
 
     def _open_sync(self, seed: Snapshot | None) -> None:
         if seed is not None:
@@ -142,11 +146,15 @@ class Sandbox:
                 return sandbox_error("sandbox is closed")
             start = time.monotonic()
             try:
-                return await _in_thread(self._exec_sync, list(argv), stdin, timeout_s or self.spec.timeout_s, env)
+                return await _in_thread(
+                    self._exec_sync, list(argv), stdin, timeout_s or self.spec.timeout_s, env
+                )
             except Exception as exc:  # noqa: BLE001 - any host-side failure is an infrastructure failure
                 return sandbox_error(f"{type(exc).__name__}: {exc}", (time.monotonic() - start) * 1000)
 
-    def _exec_sync(self, argv: list[str], stdin: bytes, timeout_s: float, env: dict[str, str] | None) -> ExecResult:
+    def _exec_sync(
+        self, argv: list[str], stdin: bytes, timeout_s: float, env: dict[str, str] | None
+    ) -> ExecResult:
         cgroup = self.ctx.cgroup
         oom_before = cgroup.oom_kills() if cgroup else 0
         if self.persistent:
@@ -250,7 +258,9 @@ class _Opening:
         self.sandbox = await self._make()
         return self.sandbox
 
-    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self.sandbox is not None:
             await self.sandbox.close()
 
@@ -260,7 +270,11 @@ async def _in_thread(func: Any, *args: Any) -> Any:
 
 
 def run_sync(
-    argv: Sequence[str], spec: SandboxSpec | None = None, *, stdin: bytes = b"", files: dict[str, bytes] | None = None
+    argv: Sequence[str],
+    spec: SandboxSpec | None = None,
+    *,
+    stdin: bytes = b"",
+    files: dict[str, bytes] | None = None,
 ) -> ExecResult:
     """Run one program in a fresh one-shot sandbox, synchronously (for scripts; no event loop needed)."""
     spec = spec or SandboxSpec()

@@ -9,6 +9,7 @@ Not here: cgroups and the workspace (owned by the `Sandbox`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -50,7 +51,9 @@ class Session:
         python, binds = supervisor_python()
         source = str(Path(supervisor.__file__).resolve())
         extra = (*binds, "--ro-bind", source, SUPERVISOR_MOUNT)
-        argv = bwrap_argv(self.ctx, [python, "-I", "-S", SUPERVISOR_MOUNT], persistent=True, extra_binds=extra)
+        argv = bwrap_argv(
+            self.ctx, [python, "-I", "-S", SUPERVISOR_MOUNT], persistent=True, extra_binds=extra
+        )
         limits = [("RLIMIT_CORE", 0, 0)]
         self.proc = spawn(self.ctx, argv, limits, {"PATH": SANDBOX_PATH})
         os.close(self.proc.stderr)
@@ -64,7 +67,9 @@ class Session:
             self.close()
             raise SessionError(f"unexpected supervisor greeting {hello}")
 
-    def run(self, argv: list[str], stdin: bytes, timeout_s: float, env: dict[str, str] | None) -> dict[str, Any]:
+    def run(
+        self, argv: list[str], stdin: bytes, timeout_s: float, env: dict[str, str] | None
+    ) -> dict[str, Any]:
         if not self.alive or self.proc is None:
             return {"error": "sandbox session is not running"}
         request = {
@@ -134,8 +139,6 @@ def _wait_exit(pid: int, timeout_s: float) -> None:
         if done:
             return
         time.sleep(0.002)
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     os.waitpid(pid, 0)

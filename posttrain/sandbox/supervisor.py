@@ -69,7 +69,10 @@ def collect(
     start = time.monotonic()
     deadline = start + float(request["timeout_s"])
     limit = int(request["output_limit"])
-    caps = {out_fd: OutputCapture(int(request["max_output"])), err_fd: OutputCapture(int(request["max_output"]))}
+    caps = {
+        out_fd: OutputCapture(int(request["max_output"])),
+        err_fd: OutputCapture(int(request["max_output"])),
+    }
     pidfd = _pidfd(pid)
     poller = select.poll()
     for fd in caps:
@@ -167,7 +170,9 @@ def _drain(fd: int, cap: OutputCapture, poller: select.poll, open_fds: set[int])
     return True
 
 
-def _drain_rest(caps: dict[int, OutputCapture], open_fds: set[int], poller: select.poll, until: float) -> None:
+def _drain_rest(
+    caps: dict[int, OutputCapture], open_fds: set[int], poller: select.poll, until: float
+) -> None:
     while open_fds and time.monotonic() < until:
         for fd, _ev in poller.poll(50):
             if fd in open_fds:
@@ -200,8 +205,7 @@ def _exec_child(request: dict[str, Any], stdin_r: int, out_w: int, err_w: int) -
         os.setsid()
         os.dup2(stdin_r, 0)
         os.dup2(out_w, 1)
-        os.dup2(err_w, 2)
-        os.closerange(3, 65536)
+        os.dup2(err_w, 2)  # every other supervisor fd is close-on-exec (PEP 446); see main()
         for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGXCPU, signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
         for name, soft, hard in request["rlimits"]:
@@ -287,6 +291,7 @@ def _make_undumpable() -> None:
 
 
 def main() -> int:
+    os.closerange(3, 65536)  # drop anything inherited from bwrap, so children inherit only 0/1/2
     _make_undumpable()
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     requests, replies = os.fdopen(0, "rb", buffering=0), os.fdopen(1, "wb", buffering=0)

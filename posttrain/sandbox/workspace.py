@@ -42,6 +42,35 @@ def _mount_tmpfs(target: Path, size_mb: int, uid: int) -> bool:
     return rc == 0
 
 
+_SWEPT: set[Path] = set()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale(base: Path) -> int:
+    """Unmount and remove state left by processes that died without closing their sandboxes."""
+    removed = 0
+    for parent in (base, base / "snapshots"):
+        if not parent.is_dir():
+            continue
+        for entry in parent.iterdir():
+            owner = entry.name.split("-", 1)[0]
+            if not owner.isdigit() or _pid_alive(int(owner)):
+                continue
+            _LIBC.umount2(str(entry).encode(), MNT_DETACH)
+            shutil.rmtree(entry, ignore_errors=True)
+            removed += 1
+    return removed
+
+
 @dataclass
 class Workspace:
     root: Path
@@ -60,6 +89,9 @@ class Workspace:
     def create(cls, size_mb: int, owner_uid: int, base: Path | None = None) -> Workspace:
         base = base or state_base()
         base.mkdir(parents=True, exist_ok=True, mode=0o711)
+        if base not in _SWEPT:
+            _SWEPT.add(base)
+            sweep_stale(base)
         root = base / f"{os.getpid()}-{next(_COUNTER)}"
         root.mkdir(mode=0o755)
         mounted = os.geteuid() == 0 and _mount_tmpfs(root, size_mb, owner_uid)

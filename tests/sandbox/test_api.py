@@ -23,10 +23,17 @@ from .helpers import PY, requires_bwrap, run, spec
 def test_exec_returns_output_and_exit_code() -> None:
     async def go() -> ExecResult:
         async with Sandbox.create(spec()) as sb:
-            return await sb.exec([PY, "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"])
+            return await sb.exec(
+                [PY, "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"]
+            )
 
     result = run(go())
-    assert (result.status, result.exit_code, result.stdout, result.stderr) == ("runtime_error", 3, b"out\n", b"err\n")
+    assert (result.status, result.exit_code, result.stdout, result.stderr) == (
+        "runtime_error",
+        3,
+        b"out\n",
+        b"err\n",
+    )
 
 
 @requires_bwrap
@@ -43,7 +50,9 @@ def test_missing_program_is_the_programs_failure_not_infra() -> None:
 def test_files_written_by_host_are_seen_by_program_and_back() -> None:
     async def go() -> bytes:
         async with Sandbox.create(spec(files={"data/in.txt": "21"})) as sb:
-            await sb.write_file("main.py", b"print(int(open('data/in.txt').read()) * 2, file=open('out.txt', 'w'))")
+            await sb.write_file(
+                "main.py", b"print(int(open('data/in.txt').read()) * 2, file=open('out.txt', 'w'))"
+            )
             await sb.exec([PY, "main.py"])
             return await sb.read_file("out.txt")
 
@@ -161,7 +170,9 @@ def test_pool_replaces_a_sandbox_whose_supervisor_died() -> None:
 def test_pool_passes_files_and_stdin() -> None:
     async def go() -> bytes:
         async with SandboxPool(spec(), size=1) as pool:
-            return (await pool.run([PY, "main.py"], files={"main.py": "print(input()[::-1])"}, stdin=b"abc\n")).stdout
+            return (
+                await pool.run([PY, "main.py"], files={"main.py": "print(input()[::-1])"}, stdin=b"abc\n")
+            ).stdout
 
     assert run(go()) == b"cba\n"
 
@@ -194,7 +205,9 @@ def test_local_backend_is_refused_when_isolation_is_required() -> None:
 def test_local_backend_runs_and_warns_when_allowed() -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = run_sync(["/bin/sh", "-c", "echo local"], SandboxSpec(backend="local", require_isolation=False))
+        result = run_sync(
+            ["/bin/sh", "-c", "echo local"], SandboxSpec(backend="local", require_isolation=False)
+        )
     assert result.stdout == b"local\n"
     assert any("NOT isolated" in str(w.message) for w in caught)
 
@@ -202,7 +215,9 @@ def test_local_backend_runs_and_warns_when_allowed() -> None:
 def test_local_backend_still_enforces_the_wall_timeout() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result = run_sync(["sleep", "30"], SandboxSpec(backend="local", require_isolation=False, timeout_s=0.3))
+        result = run_sync(
+            ["sleep", "30"], SandboxSpec(backend="local", require_isolation=False, timeout_s=0.3)
+        )
     assert result.status == "timeout_wall"
 
 

@@ -15,7 +15,9 @@ from .helpers import py, requires_bwrap, run, sh, spec
 pytestmark = requires_bwrap
 
 
-@pytest.mark.parametrize("target", ["/etc/posttrain-x", "/usr/bin/posttrain-x", "/posttrain-x", "/proc/posttrain-x"])
+@pytest.mark.parametrize(
+    "target", ["/etc/posttrain-x", "/usr/bin/posttrain-x", "/posttrain-x", "/proc/posttrain-x"]
+)
 def test_writing_outside_the_workspace_fails(target: str) -> None:
     result = sh(f"echo x > {target}")
     assert result.status == "runtime_error"
@@ -68,7 +70,9 @@ def test_another_sandboxes_files_are_invisible() -> None:
     async def go() -> bytes:
         async with Sandbox.create(spec()) as a, Sandbox.create(spec()) as b:
             await a.exec(["/bin/sh", "-c", "echo topsecret > secret.txt"])
-            found = await b.exec(["/bin/sh", "-c", "grep -rs topsecret /workspace /tmp /proc/1/cwd; ls /workspace"])
+            found = await b.exec(
+                ["/bin/sh", "-c", "grep -rs topsecret /workspace /tmp /proc/1/cwd; ls /workspace"]
+            )
             return found.stdout
 
     assert b"topsecret" not in run(go())

@@ -33,7 +33,9 @@ def test_python_fork_bomb_is_contained_and_host_keeps_ticking() -> None:
 
 
 def test_bash_fork_bomb_is_contained() -> None:
-    status, ticks, _ = _bomb_keeps_host_ticking(["bash", "-c", ":(){ :|:& };:; sleep 5"], timeout_s=1.5, pids=32)
+    status, ticks, _ = _bomb_keeps_host_ticking(
+        ["bash", "-c", ":(){ :|:& };:; sleep 5"], timeout_s=1.5, pids=32
+    )
     assert status in ("timeout_wall", "runtime_error", "ok")
     assert ticks >= 20
 
@@ -134,11 +136,15 @@ def test_segfault_is_reported_with_its_signal() -> None:
 
 def test_concurrent_bombs_in_two_sandboxes_do_not_disturb_a_third() -> None:
     async def go() -> str:
-        async with Sandbox.create(spec(timeout_s=1.5, pids=16)) as a, Sandbox.create(spec(timeout_s=1.5)) as b:
-            async with Sandbox.create(spec()) as c:
-                bomb = [PY, "-c", "import os\nwhile True:\n    try: os.fork()\n    except OSError: pass\n"]
-                results = await asyncio.gather(a.exec(bomb), b.exec([PY, "-c", "while True: pass"]),
-                                               c.exec(["echo", "fine"]))
-                return results[2].stdout.decode()
+        async with (
+            Sandbox.create(spec(timeout_s=1.5, pids=16)) as a,
+            Sandbox.create(spec(timeout_s=1.5)) as b,
+            Sandbox.create(spec()) as c,
+        ):
+            bomb = [PY, "-c", "import os\nwhile True:\n    try: os.fork()\n    except OSError: pass\n"]
+            results = await asyncio.gather(
+                a.exec(bomb), b.exec([PY, "-c", "while True: pass"]), c.exec(["echo", "fine"])
+            )
+            return results[2].stdout.decode()
 
     assert run(go()) == "fine\n"

@@ -54,7 +54,10 @@ def test_bpf_and_keyctl_are_denied() -> None:
     # x86_64 numbers: bpf 321, keyctl 250; the filter answers EPERM for both.
     if host_features().bwrap is None or os.uname().machine != "x86_64":
         return
-    result = py(LIBC + "print(libc.syscall(321, 0, 0, 0), ctypes.get_errno(), libc.syscall(250, 0, 0), ctypes.get_errno())")
+    result = py(
+        LIBC
+        + "print(libc.syscall(321, 0, 0, 0), ctypes.get_errno(), libc.syscall(250, 0, 0), ctypes.get_errno())"
+    )
     assert result.stdout.split() == [b"-1", b"1", b"-1", b"1"]
 
 
@@ -132,7 +135,10 @@ def test_two_sandboxes_can_serve_on_the_same_loopback_port() -> None:
     )
 
     async def go() -> list[bytes]:
-        async with Sandbox.create(spec(network="loopback")) as a, Sandbox.create(spec(network="loopback")) as b:
+        async with (
+            Sandbox.create(spec(network="loopback")) as a,
+            Sandbox.create(spec(network="loopback")) as b,
+        ):
             results = await asyncio.gather(a.exec([PY, "-c", server]), b.exec([PY, "-c", server]))
             return [r.stdout for r in results]
 

@@ -26,10 +26,17 @@ def test_spec_example_parses_as_written(tmp_path: Path) -> None:
     task = parse_task_config(path)
     spec = task.sandbox_spec()
     assert (task.type, task.verifier, task.retry) == ("terminal_benchmark", "pytest_runner", 2)
-    assert (spec.timeout_s, spec.cpus, spec.memory_mb, spec.image) == (600.0, 4.0, 16384, "sandbox-base:latest")
+    assert (spec.timeout_s, spec.cpus, spec.memory_mb, spec.image) == (
+        600.0,
+        4.0,
+        16384,
+        "sandbox-base:latest",
+    )
 
 
-@pytest.mark.parametrize(("text", "seconds"), [("600s", 600.0), ("10m", 600.0), ("1h", 3600.0), ("250ms", 0.25), ("5", 5.0)])
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("600s", 600.0), ("10m", 600.0), ("1h", 3600.0), ("250ms", 0.25), ("5", 5.0)]
+)
 def test_durations(text: str, seconds: float) -> None:
     assert parse_duration_s(text) == seconds
 

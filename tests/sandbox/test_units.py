@@ -98,7 +98,14 @@ def test_v2_backend_writes_limits_into_a_fake_tree(tmp_path: Path, monkeypatch: 
 
     def mkdir(self: Path, *args: object, **kwargs: object) -> None:
         real_mkdir(self, *args, **kwargs)  # type: ignore[arg-type]
-        for name in ("cgroup.controllers", "cgroup.subtree_control", "cgroup.procs", "memory.max", "pids.max", "cpu.max"):
+        for name in (
+            "cgroup.controllers",
+            "cgroup.subtree_control",
+            "cgroup.procs",
+            "memory.max",
+            "pids.max",
+            "cpu.max",
+        ):
             (self / name).write_text("cpu memory pids\n" if name == "cgroup.controllers" else "")
 
     monkeypatch.setattr(Path, "mkdir", mkdir)  # type: ignore[attr-defined]
