@@ -200,6 +200,8 @@ class Sandbox:
     async def reset(self) -> None:
         """Recycle: no process is left (the supervisor kills them after each run); empty the workspace."""
         async with self._lock:
+            if self.persistent and not self.spec.files and self.ctx.workspace.reset_if_small():
+                return  # the common case costs a couple of syscalls, so skip the thread hop
             await _in_thread(self._reset_sync)
 
     def _reset_sync(self) -> None:

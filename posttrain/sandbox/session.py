@@ -10,6 +10,7 @@ Not here: cgroups and the workspace (owned by the `Sandbox`).
 from __future__ import annotations
 
 import contextlib
+import asyncio
 import json
 import os
 import select
@@ -35,6 +36,7 @@ from posttrain.sandbox.launch import (
 
 START_TIMEOUT_S = 15.0
 REPLY_GRACE_S = 5.0
+SMALL_FRAME = 60_000
 
 
 class SessionError(RuntimeError):
@@ -57,6 +59,7 @@ class Session:
         limits = [("RLIMIT_CORE", 0, 0)]
         self.proc = spawn(self.ctx, argv, limits, {"PATH": SANDBOX_PATH})
         os.close(self.proc.stderr)
+        os.set_blocking(self.proc.stdout, False)
         self.alive = True
         try:
             hello = self._read_reply(time.monotonic() + START_TIMEOUT_S)
@@ -72,18 +75,44 @@ class Session:
     ) -> dict[str, Any]:
         if not self.alive or self.proc is None:
             return {"error": "sandbox session is not running"}
+        try:
+            _write_all(self.proc.stdin, self._request(argv, stdin, timeout_s, env))
+            return self._read_reply(time.monotonic() + timeout_s + REPLY_GRACE_S)
+        except (OSError, SessionError) as exc:
+            self.alive = False
+            return {"error": f"sandbox supervisor failed: {exc}"}
+
+    def _request(self, argv: list[str], stdin: bytes, timeout_s: float, env: dict[str, str] | None) -> bytes:
         request = {
             "argv": argv, "env": program_env(self.ctx, env), "cwd": INNER_WORKDIR, "timeout_s": timeout_s,
             "rlimits": rlimits(self.ctx.spec), "max_output": self.ctx.spec.max_output_bytes,
             "output_limit": self.ctx.spec.output_limit_mb << 20, "stdin_len": len(stdin),
         }  # fmt: skip
         header = json.dumps(request).encode()
+        return supervisor.HEADER.pack(len(header)) + header + stdin
+
+    async def run_async(
+        self, argv: list[str], stdin: bytes, timeout_s: float, env: dict[str, str] | None
+    ) -> dict[str, Any]:
+        """Like `run`, but waits for the reply on the event loop (no thread hop per run)."""
+        if not self.alive or self.proc is None:
+            return {"error": "sandbox session is not running"}
+        loop = asyncio.get_running_loop()
+        frame = self._request(argv, stdin, timeout_s, env)
+        fd = self.proc.stdout
+        reader = _ReplyReader(loop.create_future())
+        loop.add_reader(fd, reader.on_readable, fd)
         try:
-            _write_all(self.proc.stdin, supervisor.HEADER.pack(len(header)) + header + stdin)
-            return self._read_reply(time.monotonic() + timeout_s + REPLY_GRACE_S)
-        except (OSError, SessionError) as exc:
+            if len(frame) <= SMALL_FRAME:
+                _write_all(self.proc.stdin, frame)  # fits in the pipe buffer: never blocks
+            else:
+                await loop.run_in_executor(None, _write_all, self.proc.stdin, frame)
+            return await asyncio.wait_for(reader.done, timeout_s + REPLY_GRACE_S)
+        except (OSError, SessionError, asyncio.TimeoutError) as exc:
             self.alive = False
-            return {"error": f"sandbox supervisor failed: {exc}"}
+            return {"error": f"sandbox supervisor failed: {type(exc).__name__} {exc}"}
+        finally:
+            loop.remove_reader(fd)
 
     def _read_reply(self, deadline: float) -> dict[str, Any]:
         assert self.proc is not None
@@ -107,6 +136,51 @@ class Session:
             read_status(proc.status)
 
 
+class _ReplyReader:
+    """Accumulates bytes from the supervisor until one whole reply frame has arrived."""
+
+    def __init__(self, done: asyncio.Future[dict[str, Any]]) -> None:
+        self.done = done
+        self.buffer = bytearray()
+        self.header: dict[str, Any] | None = None
+        self.body_start = 0
+
+    def on_readable(self, fd: int) -> None:
+        if self.done.done():
+            return
+        try:
+            chunk = os.read(fd, 1 << 20)
+        except BlockingIOError:
+            return
+        except OSError as exc:
+            self.done.set_exception(SessionError(f"reading from the supervisor: {exc}"))
+            return
+        if not chunk:
+            self.done.set_exception(SessionError("supervisor exited"))
+            return
+        self.buffer += chunk
+        self._parse()
+
+    def _parse(self) -> None:
+        size = supervisor.HEADER.size
+        if self.header is None:
+            if len(self.buffer) < size:
+                return
+            length = supervisor.HEADER.unpack(self.buffer[:size])[0]
+            if len(self.buffer) < size + length:
+                return
+            self.header = json.loads(bytes(self.buffer[size : size + length]))
+            self.body_start = size + length
+        out_len, err_len = int(self.header.get("stdout_len", 0)), int(self.header.get("stderr_len", 0))
+        end = self.body_start + out_len + err_len
+        if len(self.buffer) < end:
+            return
+        reply = self.header
+        reply["_out"] = bytes(self.buffer[self.body_start : self.body_start + out_len])
+        reply["_err"] = bytes(self.buffer[self.body_start + out_len : end])
+        self.done.set_result(reply)
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -123,7 +197,10 @@ def _read_exact(fd: int, size: int, deadline: float) -> bytes:
         poller.register(fd, select.POLLIN)
         if not poller.poll(left * 1000):
             continue
-        chunk = os.read(fd, min(size, 1 << 20))
+        try:
+            chunk = os.read(fd, min(size, 1 << 20))
+        except BlockingIOError:
+            continue
         if not chunk:
             raise SessionError("supervisor exited")
         chunks.append(chunk)

@@ -199,26 +199,36 @@ def _reap(pid: int, reap_all: bool) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- in-sandbox side
 
 
-def _exec_child(request: dict[str, Any], stdin_r: int, out_w: int, err_w: int) -> None:
+def _resolve(argv0: str, env: dict[str, str]) -> str:
+    """PATH lookup done once in the parent, so the child has less to do between fork and exec."""
+    if "/" in argv0:
+        return argv0
+    for directory in env.get("PATH", "/usr/bin:/bin").split(":"):
+        candidate = os.path.join(directory or ".", argv0)
+        if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+            return candidate
+    return ""
+
+
+def _exec_child(request: dict[str, Any], path: str, stdin_r: int, out_w: int, err_w: int) -> None:
     """In the forked child: become a session leader, apply rlimits, exec. Never returns."""
     try:
         os.setsid()
         os.dup2(stdin_r, 0)
         os.dup2(out_w, 1)
         os.dup2(err_w, 2)  # every other supervisor fd is close-on-exec (PEP 446); see main()
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGXCPU, signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # ignored signals would stay ignored across exec
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
         for name, soft, hard in request["rlimits"]:
             resource.setrlimit(getattr(resource, name), (soft, hard))
         if _PRCTL is not None:
-            _PRCTL(4, 1, 0, 0, 0)  # dumpable again, so /proc/self is ours; exec would reset it anyway
-        try:
+            _PRCTL(4, 1, 0, 0, 0)  # dumpable again so /proc/self is ours (exec would reset it anyway)
             with open("/proc/self/oom_score_adj", "w") as handle:
-                handle.write("1000")  # the OOM killer picks the program, never the supervisor
-        except OSError:
-            pass
+                handle.write("1000")  # under memory pressure the OOM killer takes the program, not PID 1
         os.chdir(request["cwd"])
-        os.execvpe(request["argv"][0], request["argv"], request["env"])
+        if not path:
+            raise FileNotFoundError(request["argv"][0])
+        os.execve(path, request["argv"], request["env"])
     except FileNotFoundError:
         os.write(2, f"sandbox: command not found: {request['argv'][0]}\n".encode())
         os._exit(127)
@@ -240,9 +250,10 @@ def run_request(request: dict[str, Any], stdin_data: bytes) -> dict[str, Any]:
     stdin_r, stdin_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
+    path = _resolve(request["argv"][0], request["env"])
     pid = os.fork()
     if pid == 0:
-        _exec_child(request, stdin_r, out_w, err_w)
+        _exec_child(request, path, stdin_r, out_w, err_w)
     for fd in (stdin_r, out_w, err_w):
         os.close(fd)
     return collect(pid, stdin_w, out_r, err_r, stdin_data, request, _kill_namespace, reap_all=True)

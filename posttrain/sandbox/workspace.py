@@ -161,6 +161,19 @@ class Workspace:
         for path in (self.work, self.tmp):
             _clear(path)
 
+    def reset_if_small(self, max_entries: int = 32) -> bool:
+        """Empty the workspace here and now if it holds only a few plain files; False if it needs `reset`."""
+        entries = []
+        for path in (self.work, self.tmp):
+            with os.scandir(path) as found:
+                for entry in found:
+                    if entry.is_dir(follow_symlinks=False) or len(entries) >= max_entries:
+                        return False
+                    entries.append(entry.path)
+        for path in entries:
+            os.unlink(path)
+        return True
+
     def snapshot_to(self, dest: Path) -> None:
         dest.mkdir(mode=0o700)
         _copy_tree(self.work, dest, None)
