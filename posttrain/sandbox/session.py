@@ -9,8 +9,8 @@ Not here: cgroups and the workspace (owned by the `Sandbox`).
 
 from __future__ import annotations
 
-import contextlib
 import asyncio
+import contextlib
 import json
 import os
 import select
@@ -108,7 +108,7 @@ class Session:
             else:
                 await loop.run_in_executor(None, _write_all, self.proc.stdin, frame)
             return await asyncio.wait_for(reader.done, timeout_s + REPLY_GRACE_S)
-        except (OSError, SessionError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError, SessionError) as exc:
             self.alive = False
             return {"error": f"sandbox supervisor failed: {type(exc).__name__} {exc}"}
         finally:
