@@ -163,15 +163,15 @@ class Workspace:
 
     def reset_if_small(self, max_entries: int = 32) -> bool:
         """Empty the workspace here and now if it holds only a few plain files; False if it needs `reset`."""
-        entries = []
-        for path in (self.work, self.tmp):
-            with os.scandir(path) as found:
+        entries: list[str] = []
+        for directory in (self.work, self.tmp):
+            with os.scandir(directory) as found:
                 for entry in found:
                     if entry.is_dir(follow_symlinks=False) or len(entries) >= max_entries:
                         return False
                     entries.append(entry.path)
-        for path in entries:
-            os.unlink(path)
+        for name in entries:
+            os.unlink(name)
         return True
 
     def snapshot_to(self, dest: Path) -> None:
