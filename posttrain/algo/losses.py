@@ -33,6 +33,10 @@ RatioLevel = Literal["token", "sequence"]
 MAX_LOG_RATIO = 20.0
 """Log-ratios are clamped to +-this before exp so one diverged token cannot overflow to inf."""
 
+MAX_KL_PER_TOKEN = 10.0
+"""Per-token KL estimates are clamped to +-this: k3 grows like exp(log ref - log pi), so one token the
+policy has all but ruled out could otherwise outweigh the whole batch (and carry no useful gradient)."""
+
 
 class LossConfig(StrictModel):
     """Hyper-parameters of the policy loss (defaults: DAPO-style token-mean with clip-higher)."""
@@ -170,6 +174,7 @@ def policy_loss(
     kl_mean, entropy_mean = zero, zero
     if ref_logprobs is not None:
         kl = kl_penalty(logprobs, ref_logprobs.detach(), config.kl_estimator)  # [B, T]
+        kl = kl.clamp(-MAX_KL_PER_TOKEN, MAX_KL_PER_TOKEN)
         kl_mean = aggregate(kl.detach(), mask, "token_mean", norm)
         if config.kl_beta > 0:
             loss = loss + config.kl_beta * aggregate(kl, mask, mode, norm, sample_weights)

@@ -99,6 +99,18 @@ def test_kl_penalty_enters_loss() -> None:
     torch.testing.assert_close(out.kl, torch.tensor(0.193147))
 
 
+def test_kl_penalty_is_bounded_per_token() -> None:
+    # log ref - log pi = 30: k3 = e^30 - 31 ~ 1e13, clamped to 10; beta 0.5 -> loss 5, gradient 0
+    logprobs = torch.tensor([[-31.0]], requires_grad=True)
+    out = policy_loss(
+        logprobs, logprobs.detach(), torch.zeros(1), torch.ones(1, 1), LossConfig(kl_beta=0.5),
+        ref_logprobs=torch.tensor([[-1.0]]),
+    )  # fmt: skip
+    out.loss.backward()
+    torch.testing.assert_close(out.loss, torch.tensor(5.0))
+    assert logprobs.grad is not None and logprobs.grad.abs().max() == 0
+
+
 def test_entropy_bonus_lowers_loss() -> None:
     # A = 0, entropy log 2 = 0.693147, coefficient 0.5 -> loss = -0.346574
     logprobs = torch.zeros(1, 1)
