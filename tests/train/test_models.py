@@ -13,11 +13,20 @@ from posttrain.train.models import ModelConfig, TinyModelConfig, load_model, smo
 
 @pytest.mark.parametrize(
     "fields",
-    [{}, {"path": "x", "preset": "smollm2-135m"}, {"preset": "smollm2-135m", "gguf_file": "a.gguf"}],
+    [
+        {"preset": None},
+        {"path": "x", "preset": "smollm2-135m"},
+        {"preset": "smollm2-135m", "gguf_file": "a.gguf"},
+    ],
 )
 def test_config_needs_exactly_one_source(fields: dict[str, str]) -> None:
     with pytest.raises(ValidationError):
         ModelConfig(**fields)  # type: ignore[arg-type]
+
+
+def test_config_defaults_to_tiny_unless_a_path_is_given() -> None:
+    assert ModelConfig().preset == "tiny"
+    assert ModelConfig(path="some/dir").preset is None
 
 
 def test_tiny_random_is_deterministic_per_seed() -> None:
