@@ -17,8 +17,10 @@ import os
 import shutil
 import stat
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from posttrain.sandbox import snapshots
 
 MS_NOSUID, MS_NODEV, MNT_DETACH = 2, 4, 2
 _COUNTER = itertools.count()
@@ -76,6 +78,7 @@ class Workspace:
     root: Path
     owner_uid: int
     mounted: bool
+    tracker: snapshots.Tracker = field(default_factory=snapshots.Tracker)
 
     @property
     def work(self) -> Path:
@@ -111,6 +114,7 @@ class Workspace:
             os.chown(path, self.owner_uid, self.owner_uid, follow_symlinks=False)
 
     def write_file(self, rel: str, data: bytes, mode: int = 0o644) -> None:
+        self.tracker.forget("/".join(p for p in rel.split("/") if p not in ("", ".")))
         owner = self.owner_uid if os.geteuid() == 0 else None
         parent_fd, name = _open_parent(self.work, rel, create=True, owner=owner)
         try:
@@ -158,6 +162,7 @@ class Workspace:
 
     def reset(self) -> None:
         """Empty `work/` and `tmp/` in place (they may be bind-mounted into a running sandbox)."""
+        self.tracker.synced.clear()
         for path in (self.work, self.tmp):
             _clear(path)
 
@@ -172,16 +177,17 @@ class Workspace:
                     entries.append(entry.path)
         for name in entries:
             os.unlink(name)
+        self.tracker.synced.clear()
         return True
 
     def snapshot_to(self, dest: Path) -> None:
-        dest.mkdir(mode=0o700)
-        _copy_tree(self.work, dest, None)
+        snapshots.take(str(self.work), str(dest), self.tracker)
 
     def restore_from(self, src: Path) -> None:
-        _clear(self.work)
         _clear(self.tmp)
-        _copy_tree(src, self.work, self.owner_uid if os.geteuid() == 0 else None)
+        snapshots.restore(
+            str(self.work), str(src), self.tracker, self.owner_uid if os.geteuid() == 0 else None
+        )
 
     def close(self) -> None:
         if self.mounted:
@@ -240,38 +246,3 @@ def _make_writable(path: Path) -> None:
             full = os.path.join(dirpath, name)
             if not os.path.islink(full):
                 os.chmod(full, 0o700)
-
-
-def _copy_tree(src: Path | str, dst: Path | str, owner: int | None) -> None:
-    with os.scandir(src) as entries:
-        for entry in entries:
-            target = os.path.join(dst, entry.name)
-            info = entry.stat(follow_symlinks=False)
-            if stat.S_ISDIR(info.st_mode):
-                os.mkdir(target, stat.S_IMODE(info.st_mode) | 0o700)
-                _copy_tree(entry.path, target, owner)
-            elif stat.S_ISLNK(info.st_mode):
-                os.symlink(os.readlink(entry.path), target)
-            elif stat.S_ISREG(info.st_mode):
-                _copy_file(entry.path, target, stat.S_IMODE(info.st_mode), info.st_size)
-            else:
-                continue
-            if owner is not None:
-                os.chown(target, owner, owner, follow_symlinks=False)
-
-
-def _copy_file(src: str, dst: str, mode: int, size: int) -> None:
-    fin = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    try:
-        fout = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
-        try:
-            offset = 0
-            while offset < size:
-                copied = os.sendfile(fout, fin, offset, size - offset)
-                if copied == 0:
-                    break
-                offset += copied
-        finally:
-            os.close(fout)
-    finally:
-        os.close(fin)

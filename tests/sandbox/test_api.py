@@ -224,3 +224,34 @@ def test_local_backend_still_enforces_the_wall_timeout() -> None:
 def test_spec_rejects_files_that_escape_the_workspace() -> None:
     with pytest.raises(ValueError):
         SandboxSpec(files={"../evil": "x"})
+
+
+@requires_bwrap
+def test_restore_undoes_a_same_size_rewrite_made_right_after_the_snapshot() -> None:
+    async def go() -> bytes:
+        async with Sandbox.create(spec()) as sb:
+            await sb.exec(["/bin/sh", "-c", "echo aaaa > f.txt"])
+            snap = await sb.snapshot()
+            await sb.exec(["/bin/sh", "-c", "echo bbbb > f.txt"])  # same size, possibly the same tick
+            await sb.restore(snap)
+            return await sb.read_file("f.txt")
+
+    assert run(go()) == b"aaaa\n"
+
+
+@requires_bwrap
+def test_second_snapshot_shares_unchanged_files_with_the_first() -> None:
+    import os
+
+    async def go() -> tuple[int, int, int, int]:
+        async with Sandbox.create(spec()) as sb:
+            await sb.exec(["/bin/sh", "-c", "echo same > keep.txt; echo one > edit.txt"])
+            first = await sb.snapshot()
+            await sb.exec(["/bin/sh", "-c", "echo two > edit.txt"])
+            second = await sb.snapshot()
+            keep = [os.stat(s.path / "keep.txt").st_ino for s in (first, second)]
+            edit = [os.stat(s.path / "edit.txt").st_ino for s in (first, second)]
+            return keep[0], keep[1], edit[0], edit[1]
+
+    keep_a, keep_b, edit_a, edit_b = run(go())
+    assert keep_a == keep_b and edit_a != edit_b  # unchanged file hard-linked, changed one copied
