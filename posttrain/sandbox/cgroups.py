@@ -34,6 +34,7 @@ class CgroupGroup(Protocol):
     """One sandbox's control group (in one or several hierarchies)."""
 
     def attach_paths(self) -> list[str]: ...
+    def set_limits(self, limits: Limits) -> None: ...
     def pids(self) -> list[int]: ...
     def oom_kills(self) -> int: ...
     def cpu_usage_ms(self) -> float: ...
@@ -121,6 +122,23 @@ def _rmdir(path: Path) -> None:
 class V1Group:
     dirs: dict[str, Path]  # controller -> directory
 
+    def set_limits(self, limits: Limits) -> None:
+        memory = self.dirs["memory"]
+        swap = memory / "memory.memsw.limit_in_bytes"
+        if swap.exists():  # memsw must stay >= the memory limit, so order the two writes accordingly
+            order = [swap, memory / "memory.limit_in_bytes"]
+            if limits.memory_bytes <= _read_int(memory / "memory.limit_in_bytes"):
+                order.reverse()
+            for path in order:
+                _write(path, str(limits.memory_bytes))
+        else:
+            _write(memory / "memory.limit_in_bytes", str(limits.memory_bytes))
+        _write(self.dirs["pids"] / "pids.max", str(limits.pids))
+        if "cpu" in self.dirs:
+            period = _read_int(self.dirs["cpu"] / "cpu.cfs_period_us", 100000)
+            quota = -1 if limits.cpu_quota is None else max(1000, int(limits.cpu_quota * period))
+            _write(self.dirs["cpu"] / "cpu.cfs_quota_us", str(quota))
+
     def attach_paths(self) -> list[str]:
         return [str(d / "cgroup.procs") for d in self.dirs.values()]
 
@@ -166,14 +184,7 @@ class V1Manager:
                 path = base / self.prefix / leaf
                 path.mkdir(parents=True, exist_ok=True)
                 dirs[controller] = path
-            _write(dirs["memory"] / "memory.limit_in_bytes", str(limits.memory_bytes))
-            swap = dirs["memory"] / "memory.memsw.limit_in_bytes"
-            if swap.exists():
-                _write(swap, str(limits.memory_bytes))
-            _write(dirs["pids"] / "pids.max", str(limits.pids))
-            if limits.cpu_quota is not None and "cpu" in dirs:
-                period = _read_int(dirs["cpu"] / "cpu.cfs_period_us", 100000)
-                _write(dirs["cpu"] / "cpu.cfs_quota_us", str(max(1000, int(limits.cpu_quota * period))))
+            V1Group(dirs).set_limits(limits)
         except OSError:
             V1Group(dirs).close()
             raise
@@ -183,6 +194,15 @@ class V1Manager:
 @dataclass
 class V2Group:
     path: Path
+
+    def set_limits(self, limits: Limits) -> None:
+        _write(self.path / "memory.max", str(limits.memory_bytes))
+        if (self.path / "memory.swap.max").exists():
+            _write(self.path / "memory.swap.max", "0")
+        _write(self.path / "pids.max", str(limits.pids))
+        if (self.path / "cpu.max").exists():
+            quota = "max" if limits.cpu_quota is None else str(max(1000, int(limits.cpu_quota * 100000)))
+            _write(self.path / "cpu.max", f"{quota} 100000")
 
     def attach_paths(self) -> list[str]:
         return [str(self.path / "cgroup.procs")]
@@ -230,12 +250,7 @@ class V2Manager:
         path = parent / f"sb{next(_COUNTER)}"
         path.mkdir()
         try:
-            _write(path / "memory.max", str(limits.memory_bytes))
-            if (path / "memory.swap.max").exists():
-                _write(path / "memory.swap.max", "0")
-            _write(path / "pids.max", str(limits.pids))
-            if limits.cpu_quota is not None and (path / "cpu.max").exists():
-                _write(path / "cpu.max", f"{max(1000, int(limits.cpu_quota * 100000))} 100000")
+            V2Group(path).set_limits(limits)
         except OSError:
             V2Group(path).close()
             raise

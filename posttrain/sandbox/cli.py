@@ -25,6 +25,7 @@ def register(sub: Any) -> None:
     run.add_argument("--backend", choices=("auto", "bwrap", "local"), default="auto")
     run.add_argument("--allow-local", action="store_true", help="permit the NON-isolating local backend")
     run.add_argument("--json", action="store_true", help="print the ExecResult as JSON")
+    run.add_argument("--stdin", action="store_true", help="pass this command's standard input to the program")
     run.add_argument("cmd", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
     run.set_defaults(func=_exec)
     check = group.add_parser("check", help="show which isolation features this host has")
@@ -50,7 +51,7 @@ def _exec(args: argparse.Namespace) -> int:
         require_isolation=not args.allow_local,
     )  # fmt: skip
     try:
-        result = run_sync(cmd, spec, stdin=b"" if sys.stdin.isatty() else sys.stdin.buffer.read())
+        result = run_sync(cmd, spec, stdin=sys.stdin.buffer.read() if args.stdin else b"")
     except SandboxUnavailable as exc:
         raise UsageError(str(exc)) from None
     if args.json:

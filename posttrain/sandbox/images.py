@@ -72,13 +72,22 @@ def host_rootfs() -> Rootfs:
     for path in MASKED_DIRS:
         if os.path.isdir(path):
             args += ["--tmpfs", path, "--remount-ro", path]
-    return Rootfs(tuple(args), "host system directories, read-only")
+    binds, _ = python_binds()
+    return Rootfs((*args, *binds), "host system directories, read-only")
 
 
 def _directory_rootfs(path: Path) -> Rootfs:
     if not path.is_dir():
         raise ImageError(f"rootfs directory {path} does not exist")
     return Rootfs(("--ro-bind", str(path), "/"), f"directory {path}, read-only")
+
+
+def python_binds() -> tuple[tuple[str, ...], str | None]:
+    """When the host has no system `python3`, bind this interpreter's prefix and name its bin dir for PATH."""
+    if os.path.exists("/usr/bin/python3"):
+        return (), None
+    prefix = os.path.realpath(sys.base_prefix)
+    return ("--ro-bind", prefix, prefix), os.path.join(prefix, "bin")
 
 
 def supervisor_python() -> tuple[str, tuple[str, ...]]:

@@ -22,7 +22,7 @@ from typing import Any
 
 from posttrain.sandbox.cgroups import CgroupGroup
 from posttrain.sandbox.host import HostFeatures
-from posttrain.sandbox.images import Rootfs
+from posttrain.sandbox.images import Rootfs, python_binds
 from posttrain.sandbox.seccomp import build_filter
 from posttrain.sandbox.spec import ExecResult, SandboxSpec
 from posttrain.sandbox.supervisor import collect
@@ -54,7 +54,9 @@ class Context:
 
 def program_env(ctx: Context, extra: dict[str, str] | None = None) -> dict[str, str]:
     home = INNER_WORKDIR if ctx.isolated else str(ctx.workspace.work)
-    env = {"PATH": SANDBOX_PATH, "HOME": home, "TMPDIR": "/tmp" if ctx.isolated else str(ctx.workspace.tmp)}
+    _, python_bin = python_binds()
+    path = f"{SANDBOX_PATH}:{python_bin}" if python_bin else SANDBOX_PATH
+    env = {"PATH": path, "HOME": home, "TMPDIR": "/tmp" if ctx.isolated else str(ctx.workspace.tmp)}
     env["LANG"] = "C.UTF-8"
     env.update({k: os.environ[k] for k in ctx.spec.env_allowlist if k in os.environ})
     env.update(ctx.spec.env)

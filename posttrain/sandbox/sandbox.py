@@ -12,8 +12,10 @@ Not here: pooling (`pool.py`).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import itertools
 import shutil
+import threading
 import time
 import warnings
 from collections.abc import Generator, Sequence
@@ -28,6 +30,7 @@ from posttrain.sandbox.host import backend_for, host_features
 from posttrain.sandbox.images import resolve
 from posttrain.sandbox.launch import Context, cgroup_memory_bytes, classify, run_oneshot
 from posttrain.sandbox.session import Session, SessionError
+from posttrain.sandbox.snapshots import Tracker
 from posttrain.sandbox.spec import ExecResult, SandboxSpec, sandbox_error
 from posttrain.sandbox.workspace import Workspace, state_base
 
@@ -56,6 +59,62 @@ class Snapshot:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
+class _Spares:
+    """Emptied workspaces and cgroups kept for the next sandbox: skips mount/umount and mkdir/rmdir.
+
+    A spare is only kept after its cgroup was confirmed empty and its workspace emptied, so a new
+    sandbox never sees anything of an old one; spares are removed at exit (or by the stale sweep).
+    """
+
+    MAX = 8
+
+    def __init__(self) -> None:
+        self.items: list[tuple[Workspace, CgroupGroup | None]] = []
+        self.lock = threading.Lock()
+        atexit.register(self.drain)
+
+    def take(
+        self, size_mb: int, owner: int, want_cgroup: bool
+    ) -> tuple[Workspace, CgroupGroup | None] | None:
+        with self.lock:
+            for index, (space, group) in enumerate(self.items):
+                if (space.size_mb, space.owner_uid, group is not None) == (size_mb, owner, want_cgroup):
+                    return self.items.pop(index)
+        return None
+
+    def give(self, space: Workspace, group: CgroupGroup | None) -> None:
+        try:
+            if group is not None:
+                group.kill_all()
+            space.reset()
+            space.tracker = Tracker()
+        except OSError:
+            _discard(space, group)
+            return
+        with self.lock:
+            if len(self.items) < self.MAX:
+                self.items.append((space, group))
+                return
+        _discard(space, group)
+
+    def drain(self) -> None:
+        with self.lock:
+            items, self.items = self.items, []
+        for space, group in items:
+            _discard(space, group)
+
+
+def _discard(space: Workspace, group: CgroupGroup | None) -> None:
+    try:
+        if group is not None:
+            group.close()
+    finally:
+        space.close()
+
+
+SPARES = _Spares()
+
+
 def _build_context(spec: SandboxSpec) -> Context:
     backend, reason = backend_for(spec.backend, spec.require_isolation)
     if backend is None:
@@ -66,17 +125,29 @@ def _build_context(spec: SandboxSpec) -> Context:
             "posttrain.sandbox: LOCAL backend, programs are NOT isolated", RuntimeWarning, stacklevel=3
         )
     rootfs = resolve(spec.image, spec.rootfs) if backend == "bwrap" else None
-    owner = features.run_as_uid if features.run_as_uid is not None else 0
-    workspace = Workspace.create(spec.disk_mb, owner if backend == "bwrap" else 0)
-    cgroup: CgroupGroup | None = None
+    owner = features.run_as_uid if features.run_as_uid is not None and backend == "bwrap" else 0
+    limits = Limits(cgroup_memory_bytes(spec), spec.pids + PIDS_SLACK, spec.cpus)
+    spare = SPARES.take(spec.disk_mb, owner, features.cgroups is not None)
+    if spare is not None:
+        workspace, cgroup = spare
+        try:
+            if cgroup is not None:
+                cgroup.set_limits(limits)
+        except OSError:
+            _discard(workspace, cgroup)
+            raise
+        return Context(spec, backend, features, workspace, cgroup, rootfs)
+    workspace = Workspace.create(spec.disk_mb, owner)
     try:
-        if features.cgroups is not None:
-            limits = Limits(cgroup_memory_bytes(spec), spec.pids + PIDS_SLACK, spec.cpus)
-            cgroup = features.cgroups.create(limits)
+        cgroup = features.cgroups.create(limits) if features.cgroups is not None else None
     except OSError:
         workspace.close()
         raise
     return Context(spec, backend, features, workspace, cgroup, rootfs)
+
+
+def _release_context(ctx: Context) -> None:
+    SPARES.give(ctx.workspace, ctx.cgroup)
 
 
 def _place_files(workspace: Workspace, files: dict[str, str | bytes]) -> None:
@@ -222,9 +293,7 @@ class Sandbox:
             if self.session is not None:
                 self.session.close()
         finally:
-            if self.ctx.cgroup is not None:
-                self.ctx.cgroup.close()
-            self.ctx.workspace.close()
+            _release_context(self.ctx)
             for snap in self.snapshots:
                 snap.discard()
 
@@ -297,6 +366,4 @@ def run_sync(
     except Exception as exc:  # noqa: BLE001
         return sandbox_error(f"{type(exc).__name__}: {exc}", (time.monotonic() - start) * 1000)
     finally:
-        if ctx.cgroup is not None:
-            ctx.cgroup.close()
-        ctx.workspace.close()
+        _release_context(ctx)

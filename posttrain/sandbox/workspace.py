@@ -78,6 +78,7 @@ class Workspace:
     root: Path
     owner_uid: int
     mounted: bool
+    size_mb: int = 0
     tracker: snapshots.Tracker = field(default_factory=snapshots.Tracker)
 
     @property
@@ -98,7 +99,7 @@ class Workspace:
         root = base / f"{os.getpid()}-{next(_COUNTER)}"
         root.mkdir(mode=0o755)
         mounted = os.geteuid() == 0 and _mount_tmpfs(root, size_mb, owner_uid)
-        space = cls(root, owner_uid, mounted)
+        space = cls(root, owner_uid, mounted, size_mb)
         for path in (space.work, space.tmp):
             path.mkdir()
             space._own(path)

@@ -178,13 +178,22 @@ def test_pool_passes_files_and_stdin() -> None:
 
 
 @requires_bwrap
+def test_a_reused_workspace_starts_empty() -> None:
+    first = run_sync(["/bin/sh", "-c", "echo secret > left.txt; echo secret > /tmp/left.txt"], spec())
+    second = run_sync(["/bin/sh", "-c", "ls -A /workspace /tmp"], spec())
+    assert first.ok and second.stdout == b"/tmp:\n\n/workspace:\n"
+
+
+@requires_bwrap
 def test_run_sync_runs_without_an_event_loop() -> None:
     result = run_sync(["echo", "hi"], spec())
     assert result.ok and result.stdout == b"hi\n"
 
 
 @requires_bwrap
-def test_closing_removes_cgroup_and_state() -> None:
+def test_closing_then_draining_spares_removes_cgroup_and_state() -> None:
+    from posttrain.sandbox.sandbox import SPARES
+
     async def go() -> tuple[object, object]:
         sb = await Sandbox.create(spec())
         root, cgroup = sb.ctx.workspace.root, sb.ctx.cgroup
@@ -192,6 +201,7 @@ def test_closing_removes_cgroup_and_state() -> None:
         return root, cgroup
 
     root, cgroup = run(go())
+    SPARES.drain()
     assert not root.exists()  # type: ignore[attr-defined]
     if cgroup is not None:
         assert not any(__import__("os").path.exists(p) for p in cgroup.attach_paths())  # type: ignore[attr-defined]
