@@ -121,6 +121,7 @@ def _rmdir(path: Path) -> None:
 @dataclass
 class V1Group:
     dirs: dict[str, Path]  # controller -> directory
+    cpu_capped: bool = False
 
     def set_limits(self, limits: Limits) -> None:
         memory = self.dirs["memory"]
@@ -138,9 +139,12 @@ class V1Group:
             period = _read_int(self.dirs["cpu"] / "cpu.cfs_period_us", 100000)
             quota = -1 if limits.cpu_quota is None else max(1000, int(limits.cpu_quota * period))
             _write(self.dirs["cpu"] / "cpu.cfs_quota_us", str(quota))
+        self.cpu_capped = limits.cpu_quota is not None
 
     def attach_paths(self) -> list[str]:
-        return [str(d / "cgroup.procs") for d in self.dirs.values()]
+        """Only the hierarchies that limit something: each join is a task migration, which costs."""
+        wanted = ["memory", "pids"] + (["cpu"] if self.cpu_capped else [])
+        return [str(self.dirs[c] / "cgroup.procs") for c in wanted if c in self.dirs]
 
     def pids(self) -> list[int]:
         return sorted({pid for d in self.dirs.values() for pid in _procs(d)})
@@ -150,7 +154,7 @@ class V1Group:
 
     def cpu_usage_ms(self) -> float:
         acct = self.dirs.get("cpuacct")
-        return _read_int(acct / "cpuacct.usage") / 1e6 if acct else 0.0
+        return _read_int(acct / "cpuacct.usage") / 1e6 if acct else 0.0  # only when a cpu cap joined it
 
     def kill_all(self, timeout_s: float = 5.0) -> None:
         _kill_and_wait(list(self.dirs.values()), timeout_s)
@@ -184,11 +188,12 @@ class V1Manager:
                 path = base / self.prefix / leaf
                 path.mkdir(parents=True, exist_ok=True)
                 dirs[controller] = path
-            V1Group(dirs).set_limits(limits)
+            group = V1Group(dirs)
+            group.set_limits(limits)
         except OSError:
             V1Group(dirs).close()
             raise
-        return V1Group(dirs)
+        return group
 
 
 @dataclass
@@ -279,7 +284,7 @@ def _mounts(mountinfo: str) -> tuple[Path | None, dict[str, Path]]:
             unified = Path(fields[4])
         elif rfields[0] == "cgroup":
             for option in rfields[2].split(","):
-                if option in ("memory", "pids", "cpu", "cpuacct"):
+                if option in ("memory", "pids", "cpu"):
                     v1[option] = Path(fields[4])
     return unified, v1
 

@@ -148,3 +148,9 @@ def test_concurrent_bombs_in_two_sandboxes_do_not_disturb_a_third() -> None:
             return results[2].stdout.decode()
 
     assert run(go()) == "fine\n"
+
+
+def test_cpu_cap_limits_cores_used() -> None:
+    result = py("import time\nend = time.time() + 1.0\nwhile time.time() < end:\n    pass\n", cpus=0.25)
+    assert result.status == "ok"
+    assert result.cpu_ms < 0.6 * result.wall_ms  # a quarter core by quota; uncapped it would be ~1.0
