@@ -66,7 +66,7 @@ def summarise(values: list[float]) -> dict[str, float]:
     return {"mean": mean, "ci95_low": mean - half, "ci95_high": mean + half}
 
 
-def _job(args: tuple[str, str, int, int | None]) -> tuple[str, str, int, dict[str, float], list[float], Any]:
+def _job(args: tuple[str, str, int, int | None]) -> tuple[str, str, int, dict[str, float], list[Any], Any]:
     sim_name, scheduler, seed, steps = args
     config = load_sim_config(sim_name)
     difficulty = DifficultyConfig() if scheduler in WITH_DIFFICULTY else None
@@ -76,7 +76,8 @@ def _job(args: tuple[str, str, int, int | None]) -> tuple[str, str, int, dict[st
     if result.weights is not None:
         shares = {KIND_NAMES[k]: result.weights[:, result.domain_kind == k].sum(axis=1).tolist()
                   for k in KIND_NAMES if (result.domain_kind == k).any()}
-    return sim_name, scheduler, seed, result.metrics, result.mean_curve.tolist(), shares
+    curves = [result.mean_curve.tolist(), result.at_target_curve.tolist()]
+    return sim_name, scheduler, seed, result.metrics, curves, shares
 
 
 def run_all(sims: list[str], schedulers: list[str], seeds: int, steps: int | None, workers: int) -> dict[str, Any]:

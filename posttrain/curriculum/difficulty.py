@@ -38,6 +38,8 @@ class DifficultyConfig(StrictModel):
     """Every level keeps at least this probability (before renormalisation)."""
     start: Literal["easiest", "middle"] = "easiest"
     """Initial position."""
+    level_half_life_steps: float = Field(10.0, gt=0)
+    """Half-life of the per-level pass-rate estimates behind `balanced_pass_rate`."""
 
 
 def group_levels(domain_ids: Sequence[str]) -> dict[str, list[str]]:
@@ -53,11 +55,7 @@ def group_levels(domain_ids: Sequence[str]) -> dict[str, list[str]]:
 
 
 def level_balanced_pass_rate(passes: Sequence[float], samples: Sequence[float]) -> float | None:
-    """Mean over the levels that have samples of each level's pass rate (None if none has samples).
-
-    Feed this, not the raw pass rate, to a domain scheduler when levels are targeted: the raw rate is
-    steered towards the difficulty target and stops measuring progress towards the domain's target.
-    """
+    """Mean over the levels that have samples of each level's pass rate (None if none has samples)."""
     rates = [p / n for p, n in zip(passes, samples, strict=True) if n > 0]
     return sum(rates) / len(rates) if rates else None
 
@@ -72,6 +70,9 @@ class DifficultyTargeter:
             raise ValueError("every domain needs at least one level")
         start = 0.0 if self.config.start == "easiest" else None
         self.position = {d: (start if start is not None else (len(n) - 1) / 2) for d, n in self.levels.items()}
+        self.level_decay = 0.5 ** (1.0 / self.config.level_half_life_steps)
+        self.level_passes = {d: np.zeros(len(n)) for d, n in self.levels.items()}
+        self.level_samples = {d: np.zeros(len(n)) for d, n in self.levels.items()}
 
     def level_probs_array(self, domain: str) -> np.ndarray:
         cfg = self.config
@@ -83,14 +84,36 @@ class DifficultyTargeter:
     def level_probs(self, domain: str) -> dict[str, float]:
         return dict(zip(self.levels[domain], self.level_probs_array(domain).tolist(), strict=True))
 
-    def update(self, domain: str, pass_rate: float, n: int = 1) -> None:
-        """Move the domain's position after it showed `pass_rate` on `n` samples (n = 0: no move)."""
+    def update(
+        self,
+        domain: str,
+        pass_rate: float,
+        n: int = 1,
+        level_passes: Sequence[float] | None = None,
+        level_samples: Sequence[float] | None = None,
+    ) -> None:
+        """Move the domain's position after it showed `pass_rate` on `n` samples (n = 0: no move).
+
+        With per-level counts (passes and samples, easiest first) it also updates the per-level
+        estimates behind `balanced_pass_rate`.
+        """
         if n <= 0:
             return
         cfg = self.config
         move = cfg.step_size * float(np.tanh(cfg.sensitivity * (pass_rate - cfg.target_pass_rate)))
         top = len(self.levels[domain]) - 1
         self.position[domain] = float(np.clip(self.position[domain] + move, 0.0, top))
+        if level_passes is not None and level_samples is not None:
+            self.level_passes[domain] = self.level_decay * self.level_passes[domain] + np.asarray(level_passes)
+            self.level_samples[domain] = self.level_decay * self.level_samples[domain] + np.asarray(level_samples)
+
+    def balanced_pass_rate(self, domain: str) -> float | None:
+        """Equal-weight mean of the per-level estimates (levels never seen are left out; None if none).
+
+        Report this, not the raw pass rate, to a domain scheduler when levels are targeted: the raw rate
+        is steered towards the difficulty target and stops measuring progress towards the domain's.
+        """
+        return level_balanced_pass_rate(self.level_passes[domain].tolist(), self.level_samples[domain].tolist())
 
     def split_counts(self, domain: str, count: int, rng: np.random.Generator) -> dict[str, int]:
         """Split a domain's prompt count across its levels (unbiased, sums to `count`)."""
@@ -98,10 +121,16 @@ class DifficultyTargeter:
         return dict(zip(self.levels[domain], counts.tolist(), strict=True))
 
     def state_dict(self) -> dict[str, Any]:
-        return {"position": dict(self.position)}
+        return {
+            "position": dict(self.position),
+            "level_passes": {d: v.tolist() for d, v in self.level_passes.items()},
+            "level_samples": {d: v.tolist() for d, v in self.level_samples.items()},
+        }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         position = dict(state["position"])
         if set(position) != set(self.levels):
             raise ValueError("difficulty state is for a different set of domains")
         self.position = {d: float(v) for d, v in position.items()}
+        self.level_passes = {d: np.asarray(v, dtype=float) for d, v in state["level_passes"].items()}
+        self.level_samples = {d: np.asarray(v, dtype=float) for d, v in state["level_samples"].items()}

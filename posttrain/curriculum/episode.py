@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from posttrain.curriculum.difficulty import DifficultyConfig, DifficultyTargeter, level_balanced_pass_rate
+from posttrain.curriculum.difficulty import DifficultyConfig, DifficultyTargeter
 from posttrain.curriculum.scheduler import build_scheduler
 from posttrain.curriculum.sim import KIND_GUESSABLE, KIND_HOPELESS, SimConfig, Simulator
 from posttrain.curriculum.stats import DomainStats
@@ -38,6 +38,8 @@ class EpisodeResult:
     metrics: dict[str, float]
     mean_curve: np.ndarray
     """[T] mean true pass rate over learnable domains after each step."""
+    at_target_curve: np.ndarray
+    """[T] fraction of learnable domains at or above target after each step."""
     weights: np.ndarray | None
     """[T, D] scheduler weights after each update, when recorded."""
     domain_kind: np.ndarray
@@ -88,7 +90,8 @@ def run_episode(
             weights[t] = [current[n] for n in names]
     metrics = _score(passes[:, learnable], sim_config.target, steps)
     metrics["unlearnable_share"] = prompts_unlearnable / max(prompts_after_warmup, 1)
-    return EpisodeResult(metrics, passes[:, learnable].mean(axis=1), weights, sim.world.kind)
+    at_target = (passes[:, learnable] >= sim_config.target).mean(axis=1)
+    return EpisodeResult(metrics, passes[:, learnable].mean(axis=1), at_target, weights, sim.world.kind)
 
 
 def _level_balanced(
@@ -97,8 +100,9 @@ def _level_balanced(
     """Steer levels with the raw pass rate; report the level-balanced one to the domain scheduler."""
     balanced = {}
     for d, item in observed.items():
-        targeter.update(names[d], item.pass_rate, item.n)
-        rate = level_balanced_pass_rate(sim.last_level_passes[d].tolist(), sim.last_level_samples[d].tolist())
+        targeter.update(names[d], item.pass_rate, item.n, sim.last_level_passes[d].tolist(),
+                        sim.last_level_samples[d].tolist())
+        rate = targeter.balanced_pass_rate(names[d])
         balanced[d] = replace(item, pass_rate=item.pass_rate if rate is None else rate)
     return balanced
 

@@ -25,21 +25,23 @@ def write_plots(raw: dict[str, Any], out: Path) -> list[str]:
 
 
 def _curves(world: str, by_scheduler: dict[str, Any], out: Path) -> str:
-    fig, ax = plt.subplots(figsize=(8, 5))
-    for kind, data in by_scheduler.items():
-        curves = np.asarray(data["curves"])  # [seeds, T]
-        mean = curves.mean(axis=0)
-        half = 1.96 * curves.std(axis=0, ddof=1) / np.sqrt(len(curves)) if len(curves) > 1 else 0 * mean
-        steps = np.arange(1, mean.size + 1)
-        ax.plot(steps, mean, label=kind, lw=1.5)
-        ax.fill_between(steps, mean - half, mean + half, alpha=0.2)
-    ax.set_xlabel("training step")
-    ax.set_ylabel("mean true pass rate (learnable domains)")
-    ax.set_title(f"world {world}: learning curves (mean, 95% CI over seeds)")
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
+    fig, axes = plt.subplots(1, 2, figsize=(14, 5))
+    titles = ("mean true pass rate (learnable domains)", "fraction of learnable domains at target")
+    for panel, (ax, title) in enumerate(zip(axes, titles, strict=True)):
+        for kind, data in by_scheduler.items():
+            curves = np.asarray([pair[panel] for pair in data["curves"]])  # [seeds, T]
+            mean = curves.mean(axis=0)
+            half = 1.96 * curves.std(axis=0, ddof=1) / np.sqrt(len(curves)) if len(curves) > 1 else 0 * mean
+            steps = np.arange(1, mean.size + 1)
+            ax.plot(steps, mean, label=kind, lw=1.5)
+            ax.fill_between(steps, mean - half, mean + half, alpha=0.2)
+        ax.set_xlabel("training step")
+        ax.set_title(title, fontsize=10)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"world {world}: learning curves (mean and 95% CI over seeds)")
     name = f"curriculum_curves_{Path(world).stem}.png"
-    fig.savefig(out / name, dpi=110, bbox_inches="tight")
+    fig.savefig(out / name, dpi=100, bbox_inches="tight")
     plt.close(fig)
     return name
 

@@ -201,7 +201,7 @@ class DefaultRule:
         cfg = self.config
         p = tracker.pass_fast
         gap = np.clip((tracker.targets - p) / np.maximum(tracker.targets, 1e-6), 0.0, 1.0)
-        need = np.where(tracker.at_target, cfg.maintenance, np.maximum(gap**cfg.gap_power, cfg.maintenance))
+        need = np.where(tracker.at_target, cfg.maintenance, np.maximum(gap**cfg.gap_power, cfg.below_target_floor))
         learn = cfg.learnability_floor + 2.0 * tracker.abs_advantage
         z = tracker.progress_z
         progress = (1.0 + cfg.progress_bonus * np.tanh(np.maximum(z, 0.0) / 3.0)

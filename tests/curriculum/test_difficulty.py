@@ -56,3 +56,11 @@ def test_state_round_trip() -> None:
 def test_level_balanced_pass_rate_ignores_empty_levels() -> None:
     # easy 8/8, medium 2/4, hard unseen -> (1.0 + 0.5) / 2.
     assert level_balanced_pass_rate([8, 2, 0], [8, 4, 0]) == pytest.approx(0.75)
+
+
+def test_balanced_pass_rate_weights_levels_equally() -> None:
+    # Mostly hard samples: easy 2/2, medium 3/4, hard 2/10 -> raw 7/16 = 0.4375 but balanced
+    # (1.0 + 0.75 + 0.2) / 3 = 0.65.
+    targeter = DifficultyTargeter(LEVELS)
+    targeter.update("m/a/add", pass_rate=7 / 16, n=16, level_passes=[2, 3, 2], level_samples=[2, 4, 10])
+    assert targeter.balanced_pass_rate("m/a/add") == pytest.approx(0.65)
