@@ -107,3 +107,13 @@ def test_hit_ending_mid_block_copies_on_write(qwen2: Any) -> None:
     fresh = run(traced(qwen2, prefix_caching=False), second).samples[0]
     assert engine.stats()["cached_tokens"] == 6
     assert (hit.logits - fresh.logits).abs().max().item() < 1e-5
+
+
+def test_shared_prefix_attention_equals_per_sequence_attention(qwen2: Any) -> None:
+    ids = prompt(29)
+    params = SamplingParams(n=3, max_new_tokens=8, temperature=1.0, seed=4)
+    cascade = run(traced(qwen2, shared_prefix_min_blocks=1), ids, params)
+    plain = run(traced(qwen2, shared_prefix_min_blocks=10_000), ids, params)
+    for a, b in zip(cascade.samples, plain.samples, strict=True):
+        assert a.token_ids == b.token_ids
+        assert (a.logits - b.logits).abs().max().item() < 1e-5

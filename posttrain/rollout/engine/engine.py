@@ -59,6 +59,8 @@ class NativeEngineConfig(BaseModel):
     """Directory for the disk tier (memory-mapped files); None disables it."""
     attention: AttentionConfig = AttentionConfig()
     """Exact attention (default) or an opt-in sparse mode."""
+    shared_prefix_min_blocks: int = Field(4, ge=1)
+    """Decode sequences sharing at least this many leading blocks attend them once (cascade attention)."""
     trace_logits: bool = False
     """Keep every step's raw logits in `SampleOutput.logits` (tests and divergence measurements)."""
 
@@ -73,7 +75,8 @@ class NativeEngine:
         bs = self.config.block_size
         num_blocks = max(1, self.config.kv_cache_tokens // bs)
         self.pool = BlockPool(num_blocks, bs)
-        self.runner = ModelRunner(self.weights, num_blocks, bs, self.config.attention)
+        self.runner = ModelRunner(self.weights, num_blocks, bs, self.config.attention,
+                                  self.config.shared_prefix_min_blocks)
         tiered = self.config.host_kv_tokens > 0 or self.config.disk_kv_dir is not None
         self.store = TieredKVStore(self.config.host_kv_tokens, self.config.disk_kv_dir,
                                    pin_memory=self.weights.device.type == "cuda") if tiered else None

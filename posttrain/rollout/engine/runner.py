@@ -25,22 +25,29 @@ from posttrain.rollout.engine.scheduler import Chunk
 
 @dataclass
 class _Group:
-    """Queries of one attention call: rows of the flat step, key slots `[B, S]`, mask `[B, 1, Tq, S]`."""
+    """Queries of one attention call over gathered keys.
+
+    rows: positions in the flat step `[B*Tq]`; keys come from whole blocks `blocks` `[B, NB]` or from
+    single slots `slots` `[B, S]`; mask `[B, 1, Tq, S]` says which gathered keys each query sees.
+    `shared` `[P]`: blocks every sequence of the group maps first (decode only): attended once for all.
+    """
 
     rows: torch.Tensor
-    slots: torch.Tensor
     mask: torch.Tensor
-    block_slots: torch.Tensor | None = None  # quest: [B, NB, bs]
-    valid_blocks: torch.Tensor | None = None  # quest: [B, NB]
+    blocks: torch.Tensor | None = None
+    slots: torch.Tensor | None = None
     num_queries: int = 1
+    quest: bool = False
+    shared: torch.Tensor | None = None
 
 
 class ModelRunner:
     """Paged KV cache plus the forward of one step (see module docstring)."""
 
     def __init__(self, weights: CausalLMWeights, num_blocks: int, block_size: int,
-                 attention: AttentionConfig) -> None:
+                 attention: AttentionConfig, min_shared_blocks: int = 4) -> None:
         self.w = weights
+        self.min_shared_blocks = min_shared_blocks
         self.block_size = block_size
         self.attention = attention
         shape = (weights.num_layers, num_blocks * block_size, weights.num_kv_heads, weights.head_dim)
@@ -78,8 +85,8 @@ class ModelRunner:
         cos, sin = self.w.rope(positions)
         for layer in range(self.w.num_layers):
             q, k, v = self.w.qkv(layer, x, cos, sin)  # [N, H, D], [N, Hkv, D]
-            self.k[layer, write] = k
-            self.v[layer, write] = v
+            self.k[layer].index_copy_(0, write, k)
+            self.v[layer].index_copy_(0, write, v)
             out = torch.empty_like(q)
             for group in groups:
                 out[group.rows] = self._attend(layer, q, group)
@@ -112,71 +119,139 @@ class ModelRunner:
 
     def _groups(self, chunks: list[Chunk]) -> list[_Group]:
         groups: list[_Group] = []
-        decode_rows: list[int] = []
-        decode_chunks: list[Chunk] = []
+        decode: list[tuple[int, Chunk]] = []
         row = 0
         for c in chunks:
             if c.num_tokens == 1:
-                decode_rows.append(row)
-                decode_chunks.append(c)
+                decode.append((row, c))
             else:
                 groups.append(self._prefill_group(c, row))
             row += c.num_tokens
-        if decode_chunks:
-            groups.append(self._decode_group(decode_chunks, decode_rows))
+        if self.attention.kind == "window":
+            groups.extend(self._window_group(decode) for _ in range(1 if decode else 0))
+        else:
+            groups.extend(self._decode_groups(decode))
         return groups
 
     def _prefill_group(self, c: Chunk, row: int) -> _Group:
-        keys = key_positions(self.attention, c.start, c.num_tokens)  # [S]
-        slots = self._slots_of(c.seq.block_table, keys)
-        mask = chunk_mask(self.attention, keys, c.start, c.num_tokens)  # [Tq, S]
         dev = self.k.device
         rows = torch.arange(row, row + c.num_tokens, device=dev)
-        return _Group(rows, slots[None].to(dev), mask[None, None].to(dev), num_queries=c.num_tokens)
+        if self.attention.kind == "window":
+            keys = key_positions(self.attention, c.start, c.num_tokens)  # [S]
+            mask = chunk_mask(self.attention, keys, c.start, c.num_tokens)  # [Tq, S]
+            slots = self._slots_of(c.seq.block_table, keys)
+            return _Group(rows, mask[None, None].to(dev), slots=slots[None].to(dev), num_queries=c.num_tokens)
+        num_blocks = -(-(c.start + c.num_tokens) // self.block_size)
+        keys = torch.arange(num_blocks * self.block_size)
+        mask = chunk_mask(self.attention, keys, c.start, c.num_tokens)  # [Tq, S]
+        blocks = torch.tensor(c.seq.block_table[:num_blocks], device=dev)
+        return _Group(rows, mask[None, None].to(dev), blocks=blocks[None], num_queries=c.num_tokens)
 
-    def _decode_group(self, chunks: list[Chunk], rows: list[int]) -> _Group:
+    def _window_group(self, decode: list[tuple[int, Chunk]]) -> _Group:
         dev = self.k.device
-        if self.attention.kind == "quest":
-            return self._quest_group(chunks, rows)
-        per_seq = [self._slots_of(c.seq.block_table, key_positions(self.attention, c.start, 1)) for c in chunks]
+        per_seq = [self._slots_of(c.seq.block_table, key_positions(self.attention, c.start, 1)) for _, c in decode]
         width = max(len(s) for s in per_seq)
-        slots = torch.zeros(len(chunks), width, dtype=torch.long)
-        mask = torch.zeros(len(chunks), 1, 1, width, dtype=torch.bool)
+        slots = torch.zeros(len(decode), width, dtype=torch.long)
+        mask = torch.zeros(len(decode), 1, 1, width, dtype=torch.bool)
         for b, s in enumerate(per_seq):
             slots[b, : len(s)] = s
             mask[b, 0, 0, : len(s)] = True
-        return _Group(torch.tensor(rows, device=dev), slots.to(dev), mask.to(dev))
+        return _Group(torch.tensor([r for r, _ in decode], device=dev), mask.to(dev), slots=slots.to(dev))
 
-    def _quest_group(self, chunks: list[Chunk], rows: list[int]) -> _Group:
-        bs = self.block_size
-        num_blocks = [-(-(c.start + 1) // bs) for c in chunks]
-        width = max(num_blocks)
-        block_slots = torch.zeros(len(chunks), width, bs, dtype=torch.long)
-        positions = torch.zeros(len(chunks), width, bs, dtype=torch.long)
-        for b, c in enumerate(chunks):
-            pos = torch.arange(width * bs).view(width, bs).clamp(max=c.start)  # pad with the newest key
-            positions[b] = torch.arange(width * bs).view(width, bs)
-            table = c.seq.block_table + [c.seq.block_table[-1]] * (width - num_blocks[b])
-            block_slots[b] = self._slots_of(table, pos)
-        valid_blocks = torch.arange(width)[None] < torch.tensor(num_blocks)[:, None]  # [B, NB]
-        limit = torch.tensor([c.start for c in chunks])[:, None, None]
-        mask = (positions <= limit).view(len(chunks), 1, 1, -1)
-        dev = self.k.device
-        return _Group(torch.tensor(rows, device=dev), block_slots.view(len(chunks), -1).to(dev),
-                      mask.to(dev), block_slots.to(dev), valid_blocks.to(dev))
+    def _decode_groups(self, decode: list[tuple[int, Chunk]]) -> list[_Group]:
+        """Sequences whose tables start with the same blocks (a GRPO group) attend that prefix once."""
+        by_first: dict[int, list[tuple[int, Chunk]]] = {}
+        for item in decode:
+            by_first.setdefault(item[1].seq.block_table[0], []).append(item)
+        groups, singles = [], []
+        for members in by_first.values():
+            shared = _common_prefix(
+                [c.seq.block_table[: c.start // self.block_size] for _, c in members])
+            if len(members) > 1 and shared >= self.min_shared_blocks and self.attention.kind == "exact":
+                groups.append(self._block_group(members, shared))
+            else:
+                singles.extend(members)
+        if singles:
+            groups.append(self._block_group(singles, 0))
+        return groups
+
+    def _block_group(self, decode: list[tuple[int, Chunk]], shared: int) -> _Group:
+        dev, bs = self.k.device, self.block_size
+        tables = [c.seq.block_table[shared : c.start // bs + 1] for _, c in decode]
+        width = max(len(t) for t in tables)
+        blocks = torch.tensor([t + [t[-1]] * (width - len(t)) for t in tables], dtype=torch.long)
+        positions = shared * bs + torch.arange(width * bs)  # [S]
+        limit = torch.tensor([c.start for _, c in decode])[:, None]  # [B, 1]
+        mask = (positions[None] <= limit)[:, None, None, :]  # [B, 1, 1, S]
+        rows = torch.tensor([r for r, _ in decode], device=dev)
+        prefix = torch.tensor(decode[0][1].seq.block_table[:shared], device=dev) if shared else None
+        return _Group(rows, mask.to(dev), blocks=blocks.to(dev), quest=self.attention.kind == "quest",
+                      shared=prefix)
 
     def _attend(self, layer: int, q_all: torch.Tensor, g: _Group) -> torch.Tensor:
-        b = g.slots.shape[0]
+        """Attention output `[B*Tq, H, D]` of the group's queries."""
+        b = g.mask.shape[0]
         q = q_all[g.rows].view(b, g.num_queries, *q_all.shape[1:]).transpose(1, 2)  # [B, H, Tq, D]
-        slots, mask = g.slots, g.mask
-        if g.block_slots is not None and g.valid_blocks is not None:
-            k_blocks = self.k[layer][g.block_slots]  # [B, NB, bs, Hkv, D]
-            keep = quest_select_blocks(q[:, :, 0], k_blocks, g.valid_blocks, self.attention.top_k_blocks)
-            bsz = self.block_size
-            slots = torch.gather(g.block_slots, 1, keep[:, :, None].expand(-1, -1, bsz)).view(b, -1)
-            mask_blocks = g.mask.view(b, -1, bsz)
-            mask = torch.gather(mask_blocks, 1, keep[:, :, None].expand(-1, -1, bsz)).view(b, 1, 1, -1)
-        k = self.k[layer][slots].transpose(1, 2)  # [B, Hkv, S, D]
-        v = self.v[layer][slots].transpose(1, 2)
-        out = attend(q, k, v, mask)  # [B, H, Tq, D]
+        mask = g.mask
+        if g.slots is not None:
+            k = self.k[layer][g.slots]  # [B, S, Hkv, D]
+            v = self.v[layer][g.slots]
+        else:
+            assert g.blocks is not None
+            blocks = g.blocks
+            if g.quest:
+                blocks, mask = self._quest_pick(layer, q, g)
+            k = self._paged(self.k, layer)[blocks].flatten(1, 2)  # [B, NB*bs, Hkv, D]
+            v = self._paged(self.v, layer)[blocks].flatten(1, 2)
+        if g.shared is not None:
+            out = self._attend_shared(layer, q[:, :, 0], k, v, mask, g.shared)[:, :, None]
+        else:
+            out = attend(q, k.transpose(1, 2), v.transpose(1, 2), mask)  # [B, H, Tq, D]
         return out.transpose(1, 2).reshape(-1, *q_all.shape[1:])
+
+    def _paged(self, cache: torch.Tensor, layer: int) -> torch.Tensor:
+        return cache[layer].view(-1, self.block_size, *cache.shape[2:])  # [blocks, bs, Hkv, D]
+
+    def _quest_pick(self, layer: int, q: torch.Tensor, g: _Group) -> tuple[torch.Tensor, torch.Tensor]:
+        assert g.blocks is not None
+        b, nb, bs = g.blocks.shape[0], g.blocks.shape[1], self.block_size
+        k_blocks = self._paged(self.k, layer)[g.blocks]  # [B, NB, bs, Hkv, D]
+        block_mask = g.mask.view(b, nb, bs)
+        # padding slots must not widen the min/max bounds: replace them by the block's first key
+        k_blocks = torch.where(block_mask[..., None, None], k_blocks, k_blocks[:, :, :1])
+        keep = quest_select_blocks(q[:, :, 0], k_blocks, block_mask[:, :, 0], self.attention.top_k_blocks)
+        mask = torch.gather(block_mask, 1, keep[:, :, None].expand(-1, -1, bs)).view(b, 1, 1, -1)
+        return torch.gather(g.blocks, 1, keep), mask
+
+    def _attend_shared(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                       mask: torch.Tensor, shared: torch.Tensor) -> torch.Tensor:
+        """Cascade attention: q `[B, H, D]` over shared blocks (gathered once) and own keys, merged."""
+        b, h, d = q.shape
+        hkv = k.shape[2]
+        scale = d**-0.5
+        qg = q.view(b, hkv, h // hkv, d).transpose(0, 1).reshape(hkv, -1, d)  # [Hkv, B*G, D]
+        k_pre = self._paged(self.k, layer)[shared].flatten(0, 1).permute(1, 2, 0)  # [Hkv, D, P]
+        v_pre = self._paged(self.v, layer)[shared].flatten(0, 1).transpose(0, 1)  # [Hkv, P, D]
+        s_pre = torch.matmul(qg, k_pre) * scale  # [Hkv, B*G, P]
+        lse_pre = torch.logsumexp(s_pre, -1)  # [Hkv, B*G]
+        out_pre = torch.matmul(torch.exp(s_pre - lse_pre[..., None]), v_pre)  # [Hkv, B*G, D]
+        qb = q.view(b, hkv, h // hkv, d)  # [B, Hkv, G, D]
+        s_own = torch.matmul(qb, k.permute(0, 2, 3, 1)) * scale  # [B, Hkv, G, S]
+        s_own = s_own.masked_fill(~mask[:, :, 0, None, :].expand_as(s_own), float("-inf"))
+        lse_own = torch.logsumexp(s_own, -1)  # [B, Hkv, G]
+        out_own = torch.matmul(torch.exp(s_own - lse_own[..., None]), v.transpose(1, 2))  # [B, Hkv, G, D]
+        lse_pre = lse_pre.view(hkv, b, -1).transpose(0, 1)  # [B, Hkv, G]
+        out_pre = out_pre.view(hkv, b, -1, d).transpose(0, 1)  # [B, Hkv, G, D]
+        lse = torch.logaddexp(lse_pre, lse_own)
+        out = out_pre * torch.exp(lse_pre - lse)[..., None] + out_own * torch.exp(lse_own - lse)[..., None]
+        return out.reshape(b, h, d)
+
+
+def _common_prefix(tables: list[list[int]]) -> int:
+    """Number of leading blocks all tables share."""
+    n = min(len(t) for t in tables)
+    first = tables[0]
+    for i in range(n):
+        if any(t[i] != first[i] for t in tables):
+            return i
+    return n
