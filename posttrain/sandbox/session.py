@@ -111,6 +111,9 @@ class Session:
         except (TimeoutError, OSError, SessionError) as exc:
             self.alive = False
             return {"error": f"sandbox supervisor failed: {type(exc).__name__} {exc}"}
+        except asyncio.CancelledError:
+            self.alive = False  # a reply may still arrive; the stream can no longer be trusted
+            raise
         finally:
             loop.remove_reader(fd)
 

@@ -265,3 +265,18 @@ def test_second_snapshot_shares_unchanged_files_with_the_first() -> None:
 
     keep_a, keep_b, edit_a, edit_b = run(go())
     assert keep_a == keep_b and edit_a != edit_b  # unchanged file hard-linked, changed one copied
+
+
+@requires_bwrap
+def test_a_cancelled_call_does_not_hand_its_reply_to_the_next_caller() -> None:
+    async def go() -> tuple[bytes, int]:
+        async with SandboxPool(spec(), size=1) as pool:
+            slow = asyncio.create_task(pool.run(["/bin/sh", "-c", "sleep 0.3; echo stale"]))
+            await asyncio.sleep(0.1)
+            slow.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await slow
+            fresh = await pool.run(["echo", "fresh"])
+            return fresh.stdout, pool.stats.replaced
+
+    assert run(go()) == (b"fresh\n", 1)
