@@ -158,7 +158,8 @@ class HFEngine:
         cache = DynamicCache()
         prompt = torch.tensor([list(request.prompt_ids)], device=device)  # [1, P]
         key = _cache_kwarg(self.model)
-        logits = self.model(input_ids=prompt, use_cache=True, **{key: cache}).logits[:, -1]  # [1, V]
+        extra = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(self.model.forward).parameters else {}
+        logits = self.model(input_ids=prompt, use_cache=True, **{key: cache}, **extra).logits[:, -1]  # [1, V]
         ttft = time.perf_counter() - start_s
         cache.batch_repeat_interleave(n)
         logits = logits.expand(n, -1)  # [n, V]
