@@ -45,6 +45,15 @@ SCHEDULERS: dict[str, dict[str, Any]] = {
 """Benchmarked schedulers with their default configs (`static` has no prior ratios, so it is uniform;
 `target_multiplicative_bounded` is the reference rule with the default scheduler's floors/ceilings;
 `default+difficulty` adds level targeting inside each domain)."""
+ABLATIONS: dict[str, dict[str, Any]] = {
+    "default-no_cap": {"kind": "default", "shaping": {"min_weight_vs_uniform": 0.2, "max_weight_vs_uniform": 10.0,
+                                                      "smoothing": 0.3, "hysteresis": 0.02}},
+    "default-no_maintenance": {"kind": "default", "maintenance": 0.0, "below_target_floor": 0.0},
+    "default-no_progress": {"kind": "default", "progress_bonus": 0.0, "forgetting_bonus": 0.0},
+    "default-no_staleness": {"kind": "default", "staleness_bonus": 0.0},
+    "default-no_learnability": {"kind": "default", "learnability_floor": 1.0},
+}
+"""With `--ablations`: the default with one ingredient removed (learnability: a floor of 1 swamps it)."""
 WITH_DIFFICULTY = {"default+difficulty"}
 """Variants run with a `DifficultyTargeter` choosing levels inside each domain."""
 KIND_NAMES = {KIND_NORMAL: "normal", KIND_SATURATING: "saturating", KIND_HOPELESS: "hopeless",
@@ -69,8 +78,9 @@ def summarise(values: list[float]) -> dict[str, float]:
 def _job(args: tuple[str, str, int, int | None]) -> tuple[str, str, int, dict[str, float], list[Any], Any]:
     sim_name, scheduler, seed, steps = args
     config = load_sim_config(sim_name)
+    scheduler_config = SCHEDULERS.get(scheduler) or ABLATIONS[scheduler]
     difficulty = DifficultyConfig() if scheduler in WITH_DIFFICULTY else None
-    result = run_episode(config, SCHEDULERS[scheduler], seed, steps, record_weights=seed == 0,
+    result = run_episode(config, scheduler_config, seed, steps, record_weights=seed == 0,
                          difficulty=difficulty)
     shares = None
     if result.weights is not None:
@@ -155,12 +165,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=None, help="override the worlds' horizons")
     parser.add_argument("--worlds", nargs="+", default=["a", "b"], help="simulator configs (name or path)")
     parser.add_argument("--schedulers", nargs="+", default=list(SCHEDULERS), choices=list(SCHEDULERS))
+    parser.add_argument("--ablations", action="store_true", help="also run the default minus each ingredient")
     parser.add_argument("--workers", type=int, default=min(2, multiprocessing.cpu_count()))
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--out", default="bench/results", help="directory for curriculum.json and PNGs")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNGs")
     args = parser.parse_args(argv)
-    raw = run_all(args.worlds, args.schedulers, args.seeds, args.steps, args.workers)
+    schedulers = list(args.schedulers) + (list(ABLATIONS) if args.ablations else [])
+    raw = run_all(args.worlds, schedulers, args.seeds, args.steps, args.workers)
     report = aggregate(raw, args.seeds)
     report["command"] = "posttrain bench curriculum " + " ".join(argv if argv is not None else sys.argv[1:])
     out = Path(args.out)

@@ -131,9 +131,9 @@ class DefaultSchedulerConfig(_Base):
     weight for learned domains and a cap on domains that stay unlearnable."""
 
     kind: Literal["default"] = "default"
-    maintenance: float = Field(0.15, ge=0)
+    maintenance: float = Field(0.05, ge=0)
     """Score of a domain at target relative to a domain just below target (prevents forgetting)."""
-    below_target_floor: float = Field(0.15, ge=0)
+    below_target_floor: float = Field(0.05, ge=0)
     """Smallest need of a domain below target, so the last stretch to target is not starved."""
     learnability_floor: float = Field(0.05, ge=0)
     """Added to the learnability term so domains with a tiny pass rate are still tried."""
