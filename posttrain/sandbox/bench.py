@@ -58,7 +58,9 @@ async def _atime(func: Callable[[], Any], n: int) -> list[float]:
 
 
 def bare(argv: list[str]) -> None:
-    subprocess.run([BARE_PY, *argv[1:]], capture_output=True, check=True)
+    # A new session, as the sandbox's processes get: with sched_autogroup each session is its own
+    # scheduling group, so without this a loaded host would favour the sandbox over the baseline.
+    subprocess.run([BARE_PY, *argv[1:]], capture_output=True, check=True, start_new_session=True)
 
 
 def _interleaved(

@@ -59,22 +59,30 @@ class SandboxPool:
         self._all.add(sandbox)
         return sandbox
 
-    @contextlib.asynccontextmanager
-    async def acquire(self) -> AsyncIterator[Sandbox]:
-        """Borrow a sandbox (waiting while all are busy); it is recycled when the block exits."""
+    async def borrow(self) -> Sandbox:
+        """Take an idle sandbox, waiting in FIFO order while all are busy; pair with `release`."""
         if self._closed:
             raise RuntimeError("pool is closed")
         self.stats.waiting += 1
         try:
-            sandbox = await self._idle.get()
+            return await self._idle.get()
         finally:
             self.stats.waiting -= 1
+
+    def release(self, sandbox: Sandbox) -> None:
+        """Give a borrowed sandbox back; it is recycled (or replaced) in the background."""
+        task = asyncio.get_running_loop().create_task(self._recycle(sandbox))
+        self._recycling.add(task)
+        task.add_done_callback(self._recycling.discard)
+
+    @contextlib.asynccontextmanager
+    async def acquire(self) -> AsyncIterator[Sandbox]:
+        """`async with pool.acquire() as sb:` borrows a sandbox and releases it when the block exits."""
+        sandbox = await self.borrow()
         try:
             yield sandbox
         finally:
-            task = asyncio.get_running_loop().create_task(self._recycle(sandbox))
-            self._recycling.add(task)
-            task.add_done_callback(self._recycling.discard)
+            self.release(sandbox)
 
     async def run(
         self,
