@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import itertools
 import os
 import shutil
@@ -31,11 +32,31 @@ class WorkspaceError(OSError):
     """A workspace path is unsafe or cannot be accessed."""
 
 
+def _tmpfs_mounts() -> set[str]:
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return set()
+    found = set()
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        if right.split()[:1] == ["tmpfs"]:
+            found.add(left.split()[4])
+    return found
+
+
+@functools.cache
 def state_base() -> Path:
-    """Where sandbox state lives on the host: /run when root, else the temp dir."""
-    if os.geteuid() == 0 and os.path.isdir("/run"):
-        return Path("/run/posttrain-sandbox")
-    return Path(tempfile.gettempdir()) / f"posttrain-sandbox-{os.geteuid()}"
+    """Where sandbox state (workspace mounts, snapshots) lives: a memory-backed directory when possible.
+
+    Snapshots are copies, so they must be on tmpfs to be cheap; /run is not tmpfs on every host.
+    """
+    suffix = "posttrain-sandbox" if os.geteuid() == 0 else f"posttrain-sandbox-{os.geteuid()}"
+    tmpfs = _tmpfs_mounts()
+    for candidate in ("/run", "/dev/shm", tempfile.gettempdir()):
+        if candidate in tmpfs and os.access(candidate, os.W_OK):
+            return Path(candidate) / suffix
+    return Path(tempfile.gettempdir()) / suffix
 
 
 def _mount_tmpfs(target: Path, size_mb: int, uid: int) -> bool:
