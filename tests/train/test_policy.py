@@ -144,3 +144,21 @@ def test_temperature_divides_the_logits() -> None:
         logits = model(input_ids=torch.tensor([[2, 3, 4]])).logits[0, 1]  # [V], predicts token 4
     assert hot[0][0] == pytest.approx(torch.log_softmax(logits / 2.0, -1)[4].item(), abs=1e-5)
     assert hot[0][0] != pytest.approx(plain[0][0], abs=1e-3)
+
+
+@pytest.mark.slow
+def test_smollm2_lora_step_raises_the_rewarded_answer() -> None:
+    from posttrain.train.models import ModelConfig, load_model
+
+    torch.set_num_threads(2)
+    model, tokenizer = load_model(ModelConfig(preset="smollm2-135m"))
+    messages = [{"role": "user", "content": "What is 2+3?"}]
+    prompt = tokenizer.apply_chat_template(
+        messages, add_generation_prompt=True, tokenize=True, return_dict=True
+    )
+    answer = tokenizer("5<|im_end|>", add_special_tokens=False)["input_ids"]
+    batch = TrainBatch([list(prompt["input_ids"])], [answer], [1.0], ["math/arithmetic/add"])
+    trainer = PolicyTrainer(model, PolicyConfig(lr=1e-4, lora=LoraConfig(r=8)))
+    before = sum(trainer.logprobs(batch.prompt_ids, batch.response_ids)[0])
+    trainer.step(batch)
+    assert sum(trainer.logprobs(batch.prompt_ids, batch.response_ids)[0]) > before + 0.1
