@@ -52,6 +52,63 @@ class OutputCapture:
         return bytes(self.head) + bytes(self.tail[-self.half :] if self.tail else b"")
 
 
+class _Pump:
+    """Moves bytes between the program's pipes and the captures until it exits or a limit trips."""
+
+    def __init__(
+        self, pid: int, stdin_fd: int | None, out_fd: int, err_fd: int, stdin_data: bytes, cap: int
+    ) -> None:
+        self.pid = pid
+        self.caps = {out_fd: OutputCapture(cap), err_fd: OutputCapture(cap)}
+        self.open_fds = set(self.caps)
+        self.pidfd = _pidfd(pid)
+        self.poller = select.poll()
+        for fd in self.caps:
+            os.set_blocking(fd, False)
+            self.poller.register(fd, select.POLLIN)
+        self.pending = memoryview(stdin_data)
+        self.stdin_fd = stdin_fd
+        if stdin_fd is not None:
+            os.set_blocking(stdin_fd, False)
+            if self.pending:
+                self.poller.register(stdin_fd, select.POLLOUT)
+            else:
+                os.close(stdin_fd)
+                self.stdin_fd = None
+        if self.pidfd is not None:
+            self.poller.register(self.pidfd, select.POLLIN)
+
+    def run(self, deadline: float, output_limit: int) -> tuple[bool, bool]:
+        """(timed_out, output_killed) once the program exited or a limit was hit."""
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return True, False
+            wait_ms = min(left, 0.02 if self.pidfd is None else left) * 1000
+            exited = False
+            for fd, _ev in self.poller.poll(max(wait_ms, 1)):
+                if fd == self.pidfd:
+                    exited = True
+                elif fd == self.stdin_fd:
+                    self.pending, self.stdin_fd = _feed_stdin(self.poller, fd, self.pending)
+                elif fd in self.caps:
+                    _drain(fd, self.caps[fd], self.poller, self.open_fds)
+            if sum(c.total for c in self.caps.values()) > output_limit:
+                return False, True
+            if exited or (self.pidfd is None and _exited_nohang(self.pid)):
+                return False, False
+
+    def finish(self) -> None:
+        """After the kill: collect what is left in the pipes, then close everything."""
+        if self.stdin_fd is not None:
+            os.close(self.stdin_fd)
+        _drain_rest(self.caps, self.open_fds, self.poller, time.monotonic() + 2.0)
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+        for fd in self.caps:
+            os.close(fd)
+
+
 def collect(
     pid: int,
     stdin_fd: int | None,
@@ -62,69 +119,25 @@ def collect(
     kill_all: Callable[[], None],
     reap_all: bool = False,
 ) -> dict[str, Any]:
-    """Feed stdin, capture output and wait for `pid` (its direct parent must be this process).
+    """Feed stdin, capture output and wait for `pid` (this process must be its parent), then kill the rest.
 
-    Returns a reply dict (without the output bytes, which are in `out`/`err` captures).
+    Returns the reply dict; the kept output bytes are under `_out` and `_err`.
     """
     start = time.monotonic()
-    deadline = start + float(request["timeout_s"])
-    limit = int(request["output_limit"])
-    caps = {
-        out_fd: OutputCapture(int(request["max_output"])),
-        err_fd: OutputCapture(int(request["max_output"])),
-    }
-    pidfd = _pidfd(pid)
-    poller = select.poll()
-    for fd in caps:
-        os.set_blocking(fd, False)
-        poller.register(fd, select.POLLIN)
-    pending = memoryview(stdin_data)
-    if stdin_fd is not None:
-        os.set_blocking(stdin_fd, False)
-        if pending:
-            poller.register(stdin_fd, select.POLLOUT)
-        else:
-            os.close(stdin_fd)
-            stdin_fd = None
-    if pidfd is not None:
-        poller.register(pidfd, select.POLLIN)
-    timed_out = output_killed = exited = False
-    open_fds = set(caps)
-    while not exited:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            timed_out = True
-            break
-        wait_ms = min(left, 0.02 if pidfd is None else left) * 1000
-        for fd, _ev in poller.poll(max(wait_ms, 1)):
-            if fd == pidfd:
-                exited = True
-            elif fd == stdin_fd:
-                pending, stdin_fd = _feed_stdin(poller, stdin_fd, pending)
-            elif not _drain(fd, caps[fd], poller, open_fds):
-                continue
-        if sum(c.total for c in caps.values()) > limit:
-            output_killed = True
-            break
-        if pidfd is None and _exited_nohang(pid):
-            exited = True
+    pump = _Pump(pid, stdin_fd, out_fd, err_fd, stdin_data, int(request["max_output"]))
+    timed_out, output_killed = pump.run(start + float(request["timeout_s"]), int(request["output_limit"]))
     kill_all()
-    if stdin_fd is not None:
-        os.close(stdin_fd)
-    _drain_rest(caps, open_fds, poller, time.monotonic() + 2.0)
-    if pidfd is not None:
-        os.close(pidfd)
-    for fd in caps:
-        os.close(fd)
+    pump.finish()
     reply = _reap(pid, reap_all)
+    out, err = pump.caps[out_fd], pump.caps[err_fd]
     reply.update(
         timed_out=timed_out,
         output_killed=output_killed,
         wall_ms=(time.monotonic() - start) * 1000,
-        stdout_total=caps[out_fd].total,
-        stderr_total=caps[err_fd].total,
+        stdout_total=out.total,
+        stderr_total=err.total,
     )
-    reply["_out"], reply["_err"] = caps[out_fd].value(), caps[err_fd].value()
+    reply["_out"], reply["_err"] = out.value(), err.value()
     return reply
 
 
