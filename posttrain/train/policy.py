@@ -7,6 +7,10 @@ at most `micro_batch_size` samples. Micro-batches share their mini-batch's loss 
 (`posttrain.algo.Normalizer`), so gradients, and hence results, do not depend on `micro_batch_size`
 beyond float rounding. Log-probabilities are teacher-forced on right-padded inputs (`_batching`).
 
+`.model` is the live policy (the peft wrapper under LoRA); `.causal_lm` is the transformers model inside
+it, the object a rollout engine should share, since peft injects the adapters into its layers in place.
+A step leaves the model in the train/eval mode it found it in.
+
 Guarantees: old-policy log-probabilities missing from the batch are computed once, before the first
 epoch, in eval mode; the reference model (a frozen copy, or the adapter-free base under LoRA) is only
 run when `loss.kl_beta > 0`; `state_dict()` snapshots everything needed for exact resume (weights or
@@ -183,6 +187,11 @@ class PolicyTrainer:
         forward = inspect.signature(_base_model(self.model).forward).parameters
         self._can_keep_logits = "logits_to_keep" in forward
 
+    @property
+    def causal_lm(self) -> nn.Module:
+        """The transformers model itself (under LoRA: with the adapters injected in place), for engines."""
+        return _base_model(self.model)
+
     def _reference(self, model: nn.Module, ref_model: nn.Module | None) -> nn.Module | None:
         if self.config.loss.kl_beta <= 0:
             return None
@@ -274,6 +283,7 @@ class PolicyTrainer:
         totals: dict[str, float] = defaultdict(float)
         domain_sums: dict[str, float] = defaultdict(float)
         domain_counts: dict[str, int] = defaultdict(int)
+        was_training = self.model.training
         self.model.train()
         parts = chunks(len(batch), math.ceil(len(batch) / self.config.mini_batches))
         for _ in range(self.config.epochs):
@@ -284,6 +294,7 @@ class PolicyTrainer:
                 for domain, loss in zip(batch.domain_ids[part], sample_losses, strict=True):
                     domain_sums[domain] += loss
                     domain_counts[domain] += 1
+        self.model.train(was_training)
         self.step_count += 1
         num_updates = self.config.epochs * len(parts)
         result = {key: value / num_updates for key, value in totals.items()}

@@ -162,3 +162,24 @@ def test_smollm2_lora_step_raises_the_rewarded_answer() -> None:
     before = sum(trainer.logprobs(batch.prompt_ids, batch.response_ids)[0])
     trainer.step(batch)
     assert sum(trainer.logprobs(batch.prompt_ids, batch.response_ids)[0]) > before + 0.1
+
+
+def test_lora_adapters_act_inside_the_shared_causal_lm() -> None:
+    # an engine holding the original model object sees the trained adapters without any copy
+    model = tiny_random(TinyModelConfig(num_layers=1))
+    trainer = PolicyTrainer(model, PolicyConfig(lr=1e-2, lora=LoraConfig(r=4)))
+    assert trainer.causal_lm is model
+    trainer.step(_batch())
+    ids = torch.tensor([PROMPTS[0] + RESPONSES[0]])
+    with torch.no_grad():
+        shared = model(input_ids=ids).logits
+        with trainer.model.disable_adapter():  # type: ignore[operator]
+            base = model(input_ids=ids).logits
+    assert not torch.allclose(shared, base)
+
+
+def test_step_leaves_an_eval_model_in_eval_mode() -> None:
+    # the rollout engine shares the model; dropout must not switch on behind its back
+    model = tiny_random(TinyModelConfig(num_layers=1)).eval()
+    PolicyTrainer(model, PolicyConfig()).step(_batch())
+    assert not model.training
