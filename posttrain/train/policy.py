@@ -27,72 +27,17 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import torch
-from pydantic import Field
 from torch import Tensor, nn
 
-from posttrain.algo import LossConfig, Normalizer, entropy_from_logits, policy_loss, token_logprobs
-from posttrain.config import StrictModel
+from posttrain.algo import Normalizer, entropy_from_logits, policy_loss, token_logprobs
 from posttrain.train._batching import PaddedPairs, chunks, pad_floats, pad_pairs, unpad
+from posttrain.train._policy_config import LoraConfig, PolicyConfig, lr_multiplier
 from posttrain.train._rng import capture_rng, restore_rng
 
-
-class LoraConfig(StrictModel):
-    """LoRA adapters (Hu et al. 2021) trained instead of the full weights."""
-
-    r: int = Field(16, gt=0)
-    """Adapter rank."""
-    alpha: int = Field(32, gt=0)
-    """Scaling numerator: the update is scaled by alpha / r."""
-    dropout: float = Field(0.0, ge=0.0, lt=1.0)
-    """Dropout on the adapter input (0 keeps old and new log-probabilities comparable)."""
-    target_modules: str | tuple[str, ...] = "all-linear"
-    """Module names to adapt, or peft's "all-linear" (every linear layer but the output head)."""
-
-
-class PolicyConfig(StrictModel):
-    """Optimisation of the policy: optimizer, schedule, batching, adapters and the loss."""
-
-    lr: float = Field(1e-5, gt=0)
-    """Peak learning rate of AdamW."""
-    weight_decay: float = Field(0.0, ge=0)
-    """Decoupled weight decay of AdamW."""
-    betas: tuple[float, float] = (0.9, 0.999)
-    """AdamW moment decay rates."""
-    adam_eps: float = Field(1e-8, gt=0)
-    """AdamW denominator epsilon."""
-    max_grad_norm: float | None = Field(1.0, gt=0)
-    """Clip the global gradient norm to this; None only measures it."""
-    micro_batch_size: int = Field(8, gt=0)
-    """Samples per forward/backward pass (memory knob; does not change results)."""
-    mini_batches: int = Field(1, gt=0)
-    """Optimizer steps per epoch; the batch is split into this many consecutive parts."""
-    epochs: int = Field(1, gt=0)
-    """Optimisation passes over each batch (PPO epochs) against the same old log-probabilities."""
-    warmup_steps: int = Field(0, ge=0)
-    """Optimizer steps of linear LR warmup from lr / warmup_steps to lr."""
-    lr_schedule: Literal["constant", "cosine"] = "constant"
-    """LR after warmup: constant, or cosine decay to min_lr_ratio * lr at decay_steps."""
-    decay_steps: int = Field(1000, gt=0)
-    """Optimizer step (counting warmup) at which the cosine schedule reaches its floor."""
-    min_lr_ratio: float = Field(0.0, ge=0, le=1)
-    """Floor of the cosine schedule as a fraction of lr."""
-    lora: LoraConfig | None = None
-    """Train LoRA adapters instead of all weights; None trains everything."""
-    loss: LossConfig = LossConfig()
-    """The policy loss."""
-    autocast: bool = True
-    """Use bf16 autocast when the model is on CUDA (never on CPU)."""
-    gradient_checkpointing: bool = False
-    """Recompute activations in the backward pass to save memory."""
-    temperature: float = Field(1.0, gt=0)
-    """Rollout sampling temperature: logits are divided by it so new and old log-probabilities agree."""
-    logits_chunk_size: int = Field(128, gt=0)
-    """Positions per chunk when turning logits into log-probabilities and entropy."""
-    seed: int = 0
-    """Seeds adapter initialisation (the global RNG is left alone)."""
+__all__ = ["LoraConfig", "PolicyConfig", "PolicyTrainer", "TrainBatch", "lr_multiplier", "wrap_lora"]
 
 
 @dataclass
@@ -134,18 +79,6 @@ class TrainBatch:
             for i, (lp, resp) in enumerate(zip(self.old_logprobs, self.response_ids, strict=True)):
                 if len(lp) != len(resp):
                     raise ValueError(f"sample {i}: {len(lp)} old logprobs for {len(resp)} response tokens")
-
-
-def lr_multiplier(step: int, config: PolicyConfig) -> float:
-    """LR factor for optimizer step `step` (0-based): linear warmup, then constant or cosine."""
-    if step < config.warmup_steps:
-        return (step + 1) / config.warmup_steps
-    if config.lr_schedule == "constant":
-        return 1.0
-    span = max(config.decay_steps - config.warmup_steps, 1)
-    progress = min((step - config.warmup_steps) / span, 1.0)
-    floor = config.min_lr_ratio
-    return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
 def wrap_lora(model: nn.Module, config: LoraConfig, seed: int) -> nn.Module:
