@@ -20,7 +20,7 @@ import time
 import warnings
 from collections.abc import Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -50,13 +50,17 @@ class SandboxSetupError(RuntimeError):
 
 @dataclass(frozen=True)
 class Snapshot:
-    """A frozen copy of a sandbox's workspace."""
+    """A frozen state of a sandbox's workspace: an overlay layer stack, or a copy where overlays are unavailable."""
 
     path: Path
     sandbox_id: int
+    layers: tuple[str, ...] | None = None
+    workspace: Workspace | None = field(default=None, compare=False, repr=False)
 
     def discard(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+        """Free a copied snapshot now (layers are freed with their workspace)."""
+        if self.layers is None:
+            shutil.rmtree(self.path, ignore_errors=True)
 
 
 class _Spares:
@@ -83,6 +87,9 @@ class _Spares:
         return None
 
     def give(self, space: Workspace, group: CgroupGroup | None) -> None:
+        if space.parents or (space.layers is not None and space.layers.pins):
+            _discard(space, group)  # shares layers with other sandboxes: not reusable
+            return
         try:
             if group is not None:
                 group.kill_all()
@@ -193,13 +200,22 @@ class Sandbox:
                 )
 
     def _open_sync(self, seed: Snapshot | None) -> None:
+        workspace = self.ctx.workspace
         if seed is not None:
-            self.ctx.workspace.restore_from(seed.path)
+            workspace.restore_snapshot(seed.path, seed.layers, seed.workspace)
         else:
-            _place_files(self.ctx.workspace, self.spec.files)
+            _place_files(workspace, self.spec.files)
         if self.persistent:
+            # bwrap must bind the plain directory under the overlay, so that later remounts on the host
+            # (snapshot, restore, recycle) propagate into the running sandbox.
+            if workspace.layers is not None:
+                workspace.layers.unmount()
             self.session = Session(self.ctx)
-            self.session.start()
+            try:
+                self.session.start()
+            finally:
+                if workspace.layers is not None:
+                    workspace.layers.mount()
 
     async def exec(
         self,
@@ -262,16 +278,20 @@ class Sandbox:
 
     async def snapshot(self) -> Snapshot:
         async with self._lock:
+            workspace = self.ctx.workspace
+            if workspace.layers is not None:
+                stack = await _in_thread(workspace.layers.snapshot)
+                return Snapshot(Path(stack[0]), self.id, stack, workspace)
             store = state_base() / "snapshots"
             store.mkdir(parents=True, exist_ok=True, mode=0o700)
-            snap = Snapshot(store / f"{self.ctx.workspace.root.name}-{next(_SNAP_IDS)}", self.id)
-            await _in_thread(self.ctx.workspace.snapshot_to, snap.path)
+            snap = Snapshot(store / f"{workspace.root.name}-{next(_SNAP_IDS)}", self.id)
+            await _in_thread(workspace.snapshot_to, snap.path)
             self.snapshots.append(snap)
             return snap
 
     async def restore(self, snap: Snapshot) -> None:
         async with self._lock:
-            await _in_thread(self.ctx.workspace.restore_from, snap.path)
+            await _in_thread(self.ctx.workspace.restore_snapshot, snap.path, snap.layers, snap.workspace)
 
     async def fork(self, snap: Snapshot | None = None) -> Sandbox:
         """A new sandbox with the same spec whose workspace starts as `snap` (default: a fresh snapshot)."""

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from posttrain.sandbox import snapshots
+from posttrain.sandbox.layers import Layers, make_shared
 
 MS_NOSUID, MS_NODEV, MNT_DETACH = 2, 4, 2
 _COUNTER = itertools.count()
@@ -101,6 +102,11 @@ class Workspace:
     mounted: bool
     size_mb: int = 0
     tracker: snapshots.Tracker = field(default_factory=snapshots.Tracker)
+    layers: Layers | None = None
+    """Overlay layers when available (root + tmpfs): snapshots then cost O(1), not a copy."""
+    parents: list[Workspace] = field(default_factory=list)
+    """Workspaces whose layers our overlay has stacked on (forks, foreign restores); pinned until we close."""
+    closing: bool = False
 
     @property
     def work(self) -> Path:
@@ -125,6 +131,12 @@ class Workspace:
             path.mkdir()
             space._own(path)
         os.chmod(space.tmp, 0o1777)
+        if mounted:
+            try:
+                make_shared(root)
+                space.layers = Layers(root, space.work, owner_uid)
+            except OSError:
+                space.layers = None  # no overlayfs here: snapshots fall back to copies
         return space
 
     def _own(self, path: Path | str, fd: int | None = None) -> None:
@@ -185,11 +197,21 @@ class Workspace:
     def reset(self) -> None:
         """Empty `work/` and `tmp/` in place (they may be bind-mounted into a running sandbox)."""
         self.tracker.synced.clear()
-        for path in (self.work, self.tmp):
-            _clear(path)
+        _clear(self.tmp)
+        if self.layers is None:
+            _clear(self.work)
+        elif self.layers.pins:
+            self.layers.restore(self.layers.base)
+        else:
+            self.layers.drop_snapshots()
 
     def reset_if_small(self, max_entries: int = 32) -> bool:
         """Empty the workspace here and now if it holds only a few plain files; False if it needs `reset`."""
+        if self.layers is not None:
+            if not (self.layers.upper_is_small(max_entries) and _few_files(self.tmp, max_entries)):
+                return False
+            self.reset()
+            return True
         entries: list[str] = []
         for directory in (self.work, self.tmp):
             with os.scandir(directory) as found:
@@ -211,12 +233,41 @@ class Workspace:
             str(self.work), str(src), self.tracker, self.owner_uid if os.geteuid() == 0 else None
         )
 
+    def restore_snapshot(self, path: Path, stack: tuple[str, ...] | None, source: Workspace | None) -> None:
+        """Continue from a snapshot: remount over its layers, or copy it back when there are none."""
+        if stack is None:
+            self.restore_from(path)
+            return
+        if self.layers is None or source is None:
+            raise WorkspaceError(errno.EINVAL, "a layered snapshot needs a layered workspace")
+        if source is not self and source not in self.parents:
+            source.pin()
+            self.parents.append(source)
+        _clear(self.tmp)
+        self.layers.restore(stack)
+
+    def pin(self) -> None:
+        assert self.layers is not None
+        self.layers.pins += 1
+
+    def unpin(self) -> None:
+        assert self.layers is not None
+        self.layers.pins -= 1
+        if self.closing and self.layers.pins == 0:
+            self.close()
+
     def close(self) -> None:
+        if self.layers is not None and self.layers.pins > 0:
+            self.closing = True  # a fork still stacks on our layers; the last one to close finishes this
+            return
         if self.mounted:
             if _LIBC.umount2(str(self.root).encode(), MNT_DETACH) != 0:
                 raise OSError(ctypes.get_errno(), f"umount {self.root}")
             self.mounted = False
         shutil.rmtree(self.root, ignore_errors=True)
+        parents, self.parents = self.parents, []
+        for parent in parents:
+            parent.unpin()
 
 
 def _open_parent(base: Path, rel: str, create: bool, owner: int | None = None) -> tuple[int, str]:
@@ -247,6 +298,14 @@ def _open_parent(base: Path, rel: str, create: bool, owner: int | None = None) -
         os.close(fd)
         raise
     return fd, parts[-1]
+
+
+def _few_files(path: Path, max_entries: int) -> bool:
+    with os.scandir(path) as entries:
+        for count, entry in enumerate(entries):
+            if count >= max_entries or entry.is_dir(follow_symlinks=False):
+                return False
+    return True
 
 
 def _clear(path: Path) -> None:

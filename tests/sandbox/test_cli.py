@@ -35,4 +35,6 @@ def test_exec_json_reports_timeout(capfd: pytest.CaptureFixture[str]) -> None:
 def test_check_json_names_a_backend(capfd: pytest.CaptureFixture[str]) -> None:
     assert _run(["sandbox", "check", "--json"]) == 0
     report = json.loads(capfd.readouterr().out)
-    assert report["backend"] in ("bwrap", "local") and any(f["feature"] == "seccomp filter" for f in report["features"])
+    assert report["backend"] in ("bwrap", "local") and any(
+        f["feature"] == "seccomp filter" for f in report["features"]
+    )

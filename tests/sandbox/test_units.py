@@ -141,3 +141,26 @@ def test_mountinfo_parsing_finds_hybrid_layout() -> None:
 def test_proc_cgroup_parsing_maps_controllers_to_paths() -> None:
     paths = _own_paths("4:memory:/process_api/abc\n8:pids:/\n2:cpu,cpuacct:/x\n0::/\n")
     assert paths == {"memory": "/process_api/abc", "pids": "/", "cpu": "/x", "cpuacct": "/x", "": "/"}
+
+
+def test_copy_snapshots_link_unchanged_files_and_restore_changed_ones(tmp_path: Path) -> None:
+    """The fallback used where overlayfs is unavailable (no root)."""
+    import os
+
+    from posttrain.sandbox import snapshots
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "keep.txt").write_text("same")
+    (work / "edit.txt").write_text("one")
+    tracker = snapshots.Tracker()
+    snapshots.take(str(work), str(tmp_path / "s1"), tracker)
+    (work / "edit.txt").write_text("two")
+    os.utime(work / "edit.txt", ns=(1, 1))  # even a forged mtime cannot hide the change (ctime moves)
+    snapshots.take(str(work), str(tmp_path / "s2"), tracker)
+    assert os.stat(tmp_path / "s1/keep.txt").st_ino == os.stat(tmp_path / "s2/keep.txt").st_ino
+    assert (tmp_path / "s2/edit.txt").read_text() == "two"
+    (work / "new.txt").write_text("extra")
+    snapshots.restore(str(work), str(tmp_path / "s1"), tracker, owner=None)
+    assert sorted(p.name for p in work.iterdir()) == ["edit.txt", "keep.txt"]
+    assert (work / "edit.txt").read_text() == "one"
