@@ -57,6 +57,29 @@ def _children(path: Path) -> int:
         return 0
 
 
+def sweep_stale(bases: list[Path]) -> int:
+    """Remove groups left by processes that died without cleaning up (killing anything still inside)."""
+    removed = 0
+    for base in bases:
+        try:
+            candidates = [p for p in base.iterdir() if p.name.startswith("posttrain-sandbox-")]
+        except OSError:
+            continue
+        for prefix in candidates:
+            owner = prefix.name.rsplit("-", 1)[-1]
+            if not owner.isdigit() or Path(f"/proc/{owner}").exists():
+                continue
+            for leaf in [p for p in prefix.iterdir() if p.is_dir()]:
+                try:
+                    _kill_and_wait([leaf], 2.0)
+                    _rmdir(leaf)
+                except (OSError, RuntimeError):
+                    continue
+            _remove_empty(prefix)
+            removed += 1
+    return removed
+
+
 def _remove_empty(path: Path) -> None:
     with contextlib.suppress(OSError):
         path.rmdir()
@@ -309,10 +332,12 @@ def detect(proc_root: Path = Path("/proc/self")) -> tuple[CgroupManager | None, 
     if unified is not None:
         controllers = _read_text(unified / "cgroup.controllers").split()
         if {"memory", "pids"} <= set(controllers) and os.access(unified, os.W_OK):
+            sweep_stale([unified])
             return V2Manager(unified), f"cgroup v2 at {unified} ({' '.join(controllers)})"
     if "memory" in v1 and "pids" in v1:
         mounts = {c: m / own.get(c, "/").lstrip("/") for c, m in v1.items()}
         if all(os.access(p, os.W_OK) for p in mounts.values()):
+            sweep_stale(list(set(mounts.values())))
             return V1Manager(mounts), "cgroup v1 (" + ", ".join(f"{c}:{p}" for c, p in mounts.items()) + ")"
         return None, "cgroup v1 controllers are mounted but not writable"
     return None, "no cgroup memory+pids controllers available (rlimits only)"
