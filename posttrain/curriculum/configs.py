@@ -50,7 +50,7 @@ class ShapingConfig(StrictModel):
     a domain that plateaus near target is never starved into forgetting."""
     unlearnable_max_progress_z: float = Field(1.5, ge=0)
     """An update counts as "flat" while |z-score of pass-rate progress| is below this."""
-    unlearnable_patience_steps: int = Field(30, ge=1)
+    unlearnable_patience_steps: int = Field(20, ge=1)
     """Net flat updates (+1 flat, -3 otherwise; counted after 2 slow half-lives of history) before the
     cap applies."""
     unlearnable_release_margin: float = Field(0.1, ge=0, le=1)
