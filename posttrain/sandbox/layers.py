@@ -49,6 +49,7 @@ class Layers:
         self.base: tuple[str, ...] = (str(base),)
         self.stack: tuple[str, ...] = self.base
         self.pins = 0
+        self.promoted = 0
         self.mounted = False
         self._fresh_upper()
         self.mount()
@@ -79,6 +80,7 @@ class Layers:
         self.unmount()
         layer = self.store / str(next(_LAYER_IDS))
         os.rename(self.upper, layer)
+        self.promoted += 1
         self.stack = (str(layer), *self.stack)
         self._fresh_upper()
         self.mount()
@@ -90,6 +92,11 @@ class Layers:
         self.stack = stack
         self._fresh_upper()
         self.mount()
+
+    @property
+    def pristine(self) -> bool:
+        """Never snapshotted or restored elsewhere: the overlay is just the upper over the empty base."""
+        return self.promoted == 0 and self.stack == self.base
 
     def upper_is_small(self, max_entries: int = 32) -> bool:
         with os.scandir(self.upper) as entries:
@@ -104,3 +111,4 @@ class Layers:
         for entry in self.store.iterdir():
             if str(entry) not in self.base:
                 shutil.rmtree(entry, ignore_errors=True)
+        self.promoted = 0

@@ -198,8 +198,8 @@ class Workspace:
         """Empty `work/` and `tmp/` in place (they may be bind-mounted into a running sandbox)."""
         self.tracker.synced.clear()
         _clear(self.tmp)
-        if self.layers is None:
-            _clear(self.work)
+        if self.layers is None or self.layers.pristine:
+            _clear(self.work)  # through the overlay: files only in the upper layer leave no whiteouts
         elif self.layers.pins:
             self.layers.restore(self.layers.base)
         else:
@@ -207,7 +207,7 @@ class Workspace:
 
     def reset_if_small(self, max_entries: int = 32) -> bool:
         """Empty the workspace here and now if it holds only a few plain files; False if it needs `reset`."""
-        if self.layers is not None:
+        if self.layers is not None and not self.layers.pristine:
             if not (self.layers.upper_is_small(max_entries) and _few_files(self.tmp, max_entries)):
                 return False
             self.reset()
