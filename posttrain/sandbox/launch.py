@@ -179,8 +179,14 @@ def read_status(fd: int | None) -> dict[str, Any]:
     return merged
 
 
-def run_oneshot(ctx: Context, argv: list[str], stdin: bytes, timeout_s: float) -> dict[str, Any]:
-    """Run one program in a fresh bwrap (or a plain process group for `local`); blocking."""
+def run_oneshot(
+    ctx: Context, argv: list[str], stdin: bytes, timeout_s: float, wait_empty: bool = True
+) -> dict[str, Any]:
+    """Run one program in a fresh bwrap (or a plain process group for `local`); blocking.
+
+    With `wait_empty` the cgroup is confirmed empty before returning; without, stragglers are only
+    signalled (the caller discards or re-verifies the group).
+    """
     limits = rlimits(ctx.spec)
     env = program_env(ctx) if not ctx.isolated else {"PATH": SANDBOX_PATH}
     command = bwrap_argv(ctx, argv, persistent=False) if ctx.isolated else argv
@@ -192,7 +198,7 @@ def run_oneshot(ctx: Context, argv: list[str], stdin: bytes, timeout_s: float) -
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         if ctx.cgroup is not None:
-            ctx.cgroup.kill_all()
+            ctx.cgroup.kill_all(timeout_s=5.0 if wait_empty else 0.0)
 
     reply = collect(proc.pid, proc.stdin, proc.stdout, proc.stderr, stdin, request, kill_all)
     status = read_status(proc.status)

@@ -83,8 +83,13 @@ class _Spares:
         with self.lock:
             for index, (space, group) in enumerate(self.items):
                 if (space.size_mb, space.owner_uid, group is not None) == (size_mb, owner, want_cgroup):
-                    return self.items.pop(index)
-        return None
+                    found = self.items.pop(index)
+                    break
+            else:
+                return None
+        if found[1] is not None:
+            found[1].kill_all()  # stragglers were only signalled when it was given back; confirm empty
+        return found
 
     def give(self, space: Workspace, group: CgroupGroup | None) -> None:
         if space.parents or (space.layers is not None and space.layers.pins):
@@ -92,7 +97,7 @@ class _Spares:
             return
         try:
             if group is not None:
-                group.kill_all()
+                group.kill_all(timeout_s=0.0)
             space.reset()
             space.tracker = Tracker()
         except OSError:
@@ -396,7 +401,7 @@ def run_sync(
         _place_files(ctx.workspace, {**spec.files, **(files or {})})
         cgroup = ctx.cgroup
         oom_before = cgroup.oom_kills() if cgroup else 0
-        reply = run_oneshot(ctx, list(argv), stdin, spec.timeout_s)
+        reply = run_oneshot(ctx, list(argv), stdin, spec.timeout_s, wait_empty=False)
         return classify(reply, spec, (cgroup.oom_kills() - oom_before) if cgroup else 0)
     except Exception as exc:  # noqa: BLE001
         return sandbox_error(f"{type(exc).__name__}: {exc}", (time.monotonic() - start) * 1000)

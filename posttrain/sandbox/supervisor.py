@@ -101,7 +101,11 @@ class _Pump:
     def finish(self) -> None:
         """After the kill: collect what is left in the pipes, then close everything."""
         if self.stdin_fd is not None:
+            self.poller.unregister(self.stdin_fd)
             os.close(self.stdin_fd)
+            self.stdin_fd = None
+        if self.pidfd is not None:
+            self.poller.unregister(self.pidfd)  # stays readable; would turn the drain into a busy loop
         _drain_rest(self.caps, self.open_fds, self.poller, time.monotonic() + 2.0)
         if self.pidfd is not None:
             os.close(self.pidfd)
