@@ -42,7 +42,7 @@ class Layers:
     def __init__(self, root: Path, merged: Path, owner: int) -> None:
         self.root, self.merged, self.owner = root, merged, owner
         self.upper, self.ovwork = root / ".upper", root / ".ovwork"
-        self.store = root / ".layers"
+        self.store = root / ".l"  # short: every layer path goes into one page of mount options
         base = self.store / "0"
         for path in (self.store, base):
             path.mkdir(mode=0o755)
