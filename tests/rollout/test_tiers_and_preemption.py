@@ -90,3 +90,9 @@ def test_every_block_is_free_or_cached_after_generate(qwen2: Any) -> None:
         n=2, max_new_tokens=10, temperature=1.0, seed=s)) for s in range(3)])
     engine.update_weights(qwen2)
     assert engine.pool.num_free == engine.pool.num_blocks
+
+
+def test_request_larger_than_the_kv_budget_is_refused(qwen2: Any) -> None:
+    engine = NativeEngine(qwen2, NativeEngineConfig(block_size=4, kv_cache_tokens=16))
+    with pytest.raises(ValueError, match="KV budget"):
+        engine.generate([GenerationRequest(prompt_ids=prompt(10), params=GREEDY)])

@@ -180,6 +180,10 @@ class NativeEngine:
         return self.scheduler.has_work
 
     def _add(self, index: int, request: GenerationRequest) -> list[Seq]:
+        capacity = self.pool.num_blocks * self.pool.block_size
+        if len(request.prompt_ids) + request.params.max_new_tokens > capacity:
+            raise ValueError(f"prompt + max_new_tokens exceeds the KV budget of {capacity} tokens "
+                             "(raise NativeEngineConfig.kv_cache_tokens)")
         seqs = []
         for j in range(request.params.n):
             seq = Seq(self._next_seq_id, index, j, list(request.prompt_ids), len(request.prompt_ids),

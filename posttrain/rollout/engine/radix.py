@@ -118,7 +118,9 @@ class RadixCache:
             k = common_prefix_len(child.tokens, tokens[pos : pos + len(child.tokens)])
             if k < len(child.tokens):
                 child = self._split(child, k)
-            if not child.is_on_device:
+            if child.is_on_device:
+                self._adopt(child, list(blocks[pos : pos + k]))
+            else:
                 self._promote(child, list(blocks[pos : pos + k]))
             node, pos = child, pos + k
         self._touch(node)
@@ -204,6 +206,18 @@ class RadixCache:
             self.counters["evicted_tokens"] += len(node.tokens)
         self.pool.decref(set(node.blocks))
         node.blocks = []
+
+    def _adopt(self, node: Node, blocks: list[int]) -> None:
+        """Point a node at the inserting sequence's copy of the same KV.
+
+        Branch points leave a path's tokens spread over partly filled copied blocks; taking the
+        newest sequence's blocks lets the older copies go, so a cached path never holds more blocks
+        than the sequence that last used it.
+        """
+        if blocks != node.blocks:
+            self.pool.incref(set(blocks))
+            self.pool.decref(set(node.blocks))
+            node.blocks = blocks
 
     def _promote(self, node: Node, blocks: list[int]) -> None:
         assert self.store is not None and node.stored is not None

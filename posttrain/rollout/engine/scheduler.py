@@ -19,7 +19,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from posttrain.rollout.engine.block_manager import BlockPool
-from posttrain.rollout.engine.radix import RadixCache
+from posttrain.rollout.engine.radix import Node, RadixCache
 from posttrain.rollout.engine.sequence import SeqStatus, Sequence
 
 
@@ -118,26 +118,23 @@ class Scheduler:
         )
 
     def _try_admit(self, seq: Sequence, budget: int) -> Chunk | None:
-        node, matched = self.radix.root, 0
-        if self.prefix_caching:
-            node, matched = self.radix.match(seq.token_ids[:-1])
-        self.radix.lock(node)
-        if self.prefix_caching:
-            device_node = self.radix.reload(node)
-            if device_node is not node:
-                self.radix.unlock(node)
-                self.radix.lock(device_node)
-                node, matched = device_node, device_node.end
+        node = self._match_and_lock(seq)
         bs = self.pool.block_size
-        n = min(seq.num_tokens - matched, budget)
-        # admit only when the whole prompt fits next to the running sequences (or nothing runs)
-        target = seq.num_tokens + 1 if self.running else matched + n
-        needed = -(-target // bs) - matched // bs
-        if self.pool.num_free < needed:
-            self.radix.evict(needed)
-        if self.pool.num_free < needed:
-            self.radix.unlock(node)
-            return None
+        while True:
+            matched = node.end
+            n = min(seq.num_tokens - matched, budget)
+            # admit only when the whole sequence fits next to the running ones (or nothing runs)
+            target = seq.num_tokens + 1 if self.running else matched + n
+            needed = -(-target // bs) - matched // bs
+            if self.pool.num_free < needed:
+                self.radix.evict(needed)
+            if self.pool.num_free >= needed:
+                break
+            if self.running or node.parent is None:
+                self.radix.unlock(node)
+                return None
+            # a cached path split by many branches may hold more blocks than it saves: use less of it
+            node = self._relock(node, node.parent)
         path = self.radix.path_blocks(node) if matched else []
         table = [path[(i + 1) * bs - 1] for i in range(matched // bs)]
         self.pool.incref(table)
@@ -151,6 +148,21 @@ class Scheduler:
         self.running.append(seq)
         self._grow(seq, matched + n)
         return Chunk(seq, matched, n)
+
+    def _match_and_lock(self, seq: Sequence) -> Node:
+        """Lock the longest cached prefix of all but the last token, brought back onto the device."""
+        if not self.prefix_caching:
+            self.radix.lock(self.radix.root)
+            return self.radix.root
+        node, _ = self.radix.match(seq.token_ids[:-1])
+        self.radix.lock(node)
+        return self._relock(node, self.radix.reload(node))
+
+    def _relock(self, old: Node, new: Node) -> Node:
+        if new is not old:
+            self.radix.lock(new)
+            self.radix.unlock(old)
+        return new
 
     # ---- blocks ---------------------------------------------------------------------------
     def _reserve(self, seq: Sequence, num_tokens: int) -> bool:
