@@ -4,8 +4,9 @@ A sandbox owns a host workspace (size-capped tmpfs), a cgroup and, when `persist
 long-lived bwrap session whose supervisor runs each program; a non-persistent sandbox starts a fresh
 bwrap per exec (cheapest for a single cold run). Guarantees: `exec` never raises for anything the program
 does; infrastructure failures come back as `status == "sandbox_error"`; after every exec no process of
-the run is left; host-side file access never follows links planted by the program; `close` removes the
-cgroup, the mount and the state directory. Snapshots copy the workspace (cost grows with its size).
+the run is left; host-side file access never follows links planted by the program; `close` kills
+everything and hands the emptied tmpfs and cgroup to a small reuse cache that is removed at exit.
+Snapshots are overlay layers (constant time) where mounts are allowed, incremental copies otherwise.
 Not here: pooling (`pool.py`).
 """
 
