@@ -32,9 +32,9 @@ def register(sub: Any) -> None:
     check.add_argument("--json", action="store_true")
     check.set_defaults(func=_check)
     bench = group.add_parser("bench", help="run the sandbox benchmark")
-    bench.add_argument(
-        "rest", nargs=argparse.REMAINDER, help="arguments for the benchmark (--json, --out DIR)"
-    )
+    bench.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    bench.add_argument("--out", default="bench/results", help="directory for sandbox.json")
+    bench.add_argument("--quick", action="store_true", help="fewer repetitions (smoke run)")
     bench.set_defaults(func=_bench)
     parser.set_defaults(func=lambda args: parser.print_help() or 2)
 
@@ -112,4 +112,5 @@ def _check(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from posttrain.sandbox.bench import main
 
-    return main(list(args.rest))
+    argv = ["--out", args.out] + (["--json"] if args.json else []) + (["--quick"] if args.quick else [])
+    return main(argv)
