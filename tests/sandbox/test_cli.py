@@ -38,3 +38,10 @@ def test_check_json_names_a_backend(capfd: pytest.CaptureFixture[str]) -> None:
     assert report["backend"] in ("bwrap", "local") and any(
         f["feature"] == "seccomp filter" for f in report["features"]
     )
+
+
+def test_bench_accepts_its_options_after_the_subcommand() -> None:
+    parser = argparse.ArgumentParser(prog="posttrain")
+    cli.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["sandbox", "bench", "--quick", "--json", "--out", "/tmp/x"])
+    assert (args.quick, args.json, args.out) == (True, True, "/tmp/x")
