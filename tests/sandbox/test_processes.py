@@ -207,3 +207,47 @@ def test_listener_in_a_test_network_namespace_is_unreachable() -> None:
 
 
 PY_HOST = os.path.realpath("/usr/bin/python3") if os.path.exists("/usr/bin/python3") else "python3"
+
+
+def test_all_capabilities_are_dropped() -> None:
+    result = sh("grep -E '^Cap(Inh|Prm|Eff|Amb)' /proc/self/status")
+    values = [line.split()[1] for line in result.stdout.decode().splitlines()]
+    assert len(values) == 4 and set(values) == {"0000000000000000"}
+
+
+def _sandbox_uid_processes() -> int:
+    from pathlib import Path
+
+    uid = host_features().run_as_uid
+    count = 0
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            line = next(x for x in status.read_text().splitlines() if x.startswith("Uid:"))
+        except (OSError, StopIteration):
+            continue
+        count += int(line.split()[1]) == uid
+    return count
+
+
+@requires_root
+def test_sandbox_dies_with_the_host_process() -> None:
+    import sys
+    import time
+
+    from posttrain.sandbox.workspace import state_base, sweep_stale
+
+    if host_features().run_as_uid is None:
+        return
+    script = "from posttrain.sandbox import run_sync, SandboxSpec\nrun_sync(['sleep', '60'], SandboxSpec(timeout_s=120))"
+    host = subprocess.Popen([sys.executable, "-c", script])
+    deadline = time.monotonic() + 20
+    while _sandbox_uid_processes() == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _sandbox_uid_processes() > 0  # the sandboxed sleep is running
+    host.kill()
+    host.wait()
+    deadline = time.monotonic() + 5
+    while _sandbox_uid_processes() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _sandbox_uid_processes() == 0  # --die-with-parent took the whole sandbox down
+    sweep_stale(state_base())  # the killed process's tmpfs; its cgroup is swept by the next process start
