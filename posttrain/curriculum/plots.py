@@ -28,13 +28,15 @@ def _curves(world: str, by_scheduler: dict[str, Any], out: Path) -> str:
     fig, axes = plt.subplots(1, 2, figsize=(14, 5))
     titles = ("mean true pass rate (learnable domains)", "fraction of learnable domains at target")
     for panel, (ax, title) in enumerate(zip(axes, titles, strict=True)):
-        for kind, data in by_scheduler.items():
+        for index, (kind, data) in enumerate(by_scheduler.items()):
             curves = np.asarray([pair[panel] for pair in data["curves"]])  # [seeds, T]
             mean = curves.mean(axis=0)
             half = 1.96 * curves.std(axis=0, ddof=1) / np.sqrt(len(curves)) if len(curves) > 1 else 0 * mean
             steps = np.arange(1, mean.size + 1)
-            ax.plot(steps, mean, label=kind, lw=1.5)
-            ax.fill_between(steps, mean - half, mean + half, alpha=0.2)
+            colour = plt.get_cmap("tab20")(index % 20)
+            style = "--" if kind.startswith("default-") else "-"
+            ax.plot(steps, mean, label=kind, lw=1.5, color=colour, ls=style)
+            ax.fill_between(steps, mean - half, mean + half, alpha=0.2, color=colour)
         ax.set_xlabel("training step")
         ax.set_title(title, fontsize=10)
         ax.grid(alpha=0.3)
