@@ -3,6 +3,7 @@ sampling of informative groups, per-domain loss weighting, and a simulator to co
 
 Pure Python + numpy; nothing here imports torch. Entry points:
   build_scheduler(config, domains=[...], targets=..., min_weights=..., max_weights=...) -> DomainScheduler
+  build_scheduler_for_specs(config, specs)   (the same, from DomainSpecs)
   DomainStats(n, mean_reward, pass_rate, mean_abs_advantage, zero_variance_fraction)
   SchedulerConfig (discriminated union by `kind`), DefaultSchedulerConfig
   fill_informative_groups(groups, draw, ...) -> (kept, FilterReport)      (dynamic sampling)
@@ -32,7 +33,12 @@ from posttrain.curriculum.dynamic_sampling import (
     fill_informative_groups,
 )
 from posttrain.curriculum.loss_weighting import DoubleWeightingError, WeightRouting, domain_loss_coefficients
-from posttrain.curriculum.scheduler import DomainScheduler, WeightedScheduler, build_scheduler
+from posttrain.curriculum.scheduler import (
+    DomainScheduler,
+    WeightedScheduler,
+    build_scheduler,
+    build_scheduler_for_specs,
+)
 from posttrain.curriculum.stats import DomainStats, domain_stats_from_groups
 
 __all__ = [
@@ -62,5 +68,6 @@ __all__ = [
     "UniformSchedulerConfig",
     "WeightedScheduler",
     "build_scheduler",
+    "build_scheduler_for_specs",
     "domain_stats_from_groups",
 ]

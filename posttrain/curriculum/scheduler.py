@@ -34,6 +34,7 @@ from posttrain.curriculum.configs import (
 from posttrain.curriculum.shaping import allocate_counts, effective_bounds, project_to_bounds, smooth
 from posttrain.curriculum.stats import DomainStats
 from posttrain.curriculum.tracker import DomainTracker
+from posttrain.types import DomainSpec
 
 
 @runtime_checkable
@@ -162,6 +163,17 @@ def build_scheduler(
     tracker = DomainTracker(len(domains), target_array, cfg.signals, cfg.shaping)
     rule = _rule_for(cfg, domains)
     return WeightedScheduler(cfg.kind, domains, target_array, rule, tracker, cfg.shaping, bounds)
+
+
+def build_scheduler_for_specs(config: Mapping[str, Any] | Any, specs: Sequence[DomainSpec]) -> DomainScheduler:
+    """`build_scheduler` with domains, targets and weight bounds taken from the domain specs."""
+    return build_scheduler(
+        config,
+        domains=[spec.id for spec in specs],
+        targets={spec.id: spec.target_pass_rate for spec in specs},
+        min_weights={spec.id: spec.min_weight for spec in specs},
+        max_weights={spec.id: spec.max_weight for spec in specs},
+    )
 
 
 def _rule_for(cfg: Any, domains: Sequence[str]) -> rules.WeightRule:

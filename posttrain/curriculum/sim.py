@@ -30,7 +30,7 @@ from pydantic import Field
 from posttrain.config import StrictModel, load_config
 from posttrain.curriculum.stats import DomainStats
 
-CONFIG_DIR = Path(__file__).parent / "configs"
+CONFIG_DIR = Path(__file__).parent / "worlds"
 """Where the committed simulator configs live (`sim_<name>.yaml`)."""
 KIND_NORMAL, KIND_SATURATING, KIND_HOPELESS, KIND_GUESSABLE = 0, 1, 2, 3
 

@@ -35,7 +35,7 @@ class DomainStats:
             if not math.isfinite(getattr(self, name)):
                 raise ValueError(f"DomainStats.{name} must be finite")
         for name in ("pass_rate", "zero_variance_fraction"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
+            if not -1e-9 <= getattr(self, name) <= 1.0 + 1e-9:
                 raise ValueError(f"DomainStats.{name} must lie in [0, 1], got {getattr(self, name)}")
         if self.mean_abs_advantage < 0.0:
             raise ValueError("DomainStats.mean_abs_advantage must be >= 0")

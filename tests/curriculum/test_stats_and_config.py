@@ -66,3 +66,14 @@ def test_per_domain_min_weight_is_respected() -> None:
 def test_duplicate_domains_are_rejected() -> None:
     with pytest.raises(ConfigError):
         build_scheduler({"kind": "uniform"}, domains=["a", "a"])
+
+
+def test_build_from_specs_uses_their_targets_and_bounds() -> None:
+    from posttrain.curriculum import build_scheduler_for_specs
+    from posttrain.types import DomainSpec
+
+    specs = [DomainSpec(id=f"m/f/d{i}", family_kind="k", source="builtin", verifier="v", max_weight=0.4,
+                        target_pass_rate=0.9) for i in range(3)]
+    sched = build_scheduler_for_specs({"kind": "static", "ratios": {"m/f/d0": 50.0}}, specs)
+    assert sched.weights()["m/f/d0"] == pytest.approx(0.4)
+    assert sched.targets.tolist() == [0.9, 0.9, 0.9]  # type: ignore[attr-defined]
