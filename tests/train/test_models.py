@@ -98,3 +98,20 @@ def test_smollm2_answers_a_chat_prompt() -> None:
     output = model.generate(**prompt, max_new_tokens=20, do_sample=False)
     answer = tokenizer.decode(output[0, prompt["input_ids"].shape[1] :], skip_special_tokens=True)
     assert "Paris" in answer
+
+
+@pytest.mark.slow
+def test_smollm2_cached_copy_matches_the_gguf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    torch.set_num_threads(2)
+    monkeypatch.setenv("POSTTRAIN_CACHE", str(tmp_path))
+    gguf = smollm2_gguf_path()
+    direct, direct_tokenizer = load_model(ModelConfig(path=str(gguf.parent), gguf_file=gguf.name))
+    cached, cached_tokenizer = load_model(ModelConfig(preset="smollm2-135m"))  # converts into tmp_path
+    assert any(p.name.startswith("smollm2-135m") for p in tmp_path.iterdir())
+    messages = [{"role": "user", "content": "Déjà vu: 12 + 30 = ?\n\tdef f(x): return x**2"}]
+    options = {"add_generation_prompt": True, "tokenize": True, "return_dict": True}
+    ids = list(direct_tokenizer.apply_chat_template(messages, **options)["input_ids"])
+    assert list(cached_tokenizer.apply_chat_template(messages, **options)["input_ids"]) == ids
+    with torch.no_grad():
+        batch = torch.tensor([ids])
+        assert torch.equal(direct(input_ids=batch).logits, cached(input_ids=batch).logits)
