@@ -73,6 +73,25 @@ def test_micro_batch_size_does_not_change_the_update(aggregation: str) -> None:
             torch.testing.assert_close(param, base, atol=1e-5, rtol=1e-4)
 
 
+def test_micro_batch_invariance_with_kl_weights_gspo_and_mini_batches() -> None:
+    loss = LossConfig(
+        ratio="sequence", aggregation="seq_mean_token_mean", kl_beta=0.1, clip_low=0.01, clip_high=0.01
+    )
+    results = []
+    for micro in (1, 3):
+        config = PolicyConfig(lr=1e-2, micro_batch_size=micro, epochs=2, mini_batches=2, loss=loss)
+        trainer = PolicyTrainer(tiny_random(), config)
+        batch = _batch()
+        batch.sample_weights = [0.5, 2.0, 1.0, 0.0, 1.5, 1.0]
+        metrics = trainer.step(batch)
+        results.append((metrics, [p.detach().clone() for p in trainer.model.parameters()]))
+    (metrics_a, params_a), (metrics_b, params_b) = results
+    for key in ("loss", "kl", "clip_fraction", "grad_norm"):
+        assert metrics_b[key] == pytest.approx(metrics_a[key], rel=1e-4, abs=1e-6)
+    for param_a, param_b in zip(params_a, params_b, strict=True):
+        torch.testing.assert_close(param_b, param_a, atol=1e-5, rtol=1e-4)
+
+
 def test_per_domain_losses_at_the_old_policy() -> None:
     # at ratio 1 a response's token-mean loss is -A; the empty response (domain a, A = 1) counts 0
     # loss/a = mean(-1, -0.5, 0) = -0.5; loss/b = mean(1, -2, 0.5) = -0.166667
