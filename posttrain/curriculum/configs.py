@@ -55,6 +55,8 @@ class ShapingConfig(StrictModel):
     cap applies."""
     unlearnable_release_margin: float = Field(0.1, ge=0, le=1)
     """Pass-rate rise over the level at capping that lifts the cap again."""
+    unlearnable_release_z: float = Field(3.0, ge=0)
+    """The rise that lifts the cap must also be this many standard errors of the slow estimate."""
     unlearnable_cap_vs_uniform: float = Field(0.2, ge=0, le=1)
     """Ceiling on a capped domain as a fraction of the uniform weight (raised to its floor if lower)."""
 

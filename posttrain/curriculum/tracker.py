@@ -125,12 +125,14 @@ class DomainTracker:
         entering = ~self.stuck & (self.stuck_count >= self.shaping.unlearnable_patience_steps)
         self.stuck_level = np.where(entering, self.pass_slow, self.stuck_level)
         self.stuck = self.stuck | entering
-        # Release needs a rise of at least the margin that is also significant (z >= 2) on the slow
-        # estimate; a noisy fast estimate at the floor would otherwise release guessable domains.
+        # Release needs a rise of at least the margin that is also significant on the slow estimate; at
+        # the floor the estimate rests on few samples, and a 2-sigma rule released guessable domains by
+        # noise every few hundred steps.
         slow = self.pass_slow
         rise = slow - self.stuck_level
         se = np.sqrt(np.maximum(slow * (1.0 - slow), 0.01) / (self.slow_n + PRIOR_SAMPLES))
-        significant = (rise >= self.shaping.unlearnable_release_margin) & (rise >= 2.0 * se)
+        needed = np.maximum(self.shaping.unlearnable_release_margin, self.shaping.unlearnable_release_z * se)
+        significant = rise >= needed
         release = self.stuck & (significant | self.at_target)
         self.stuck = self.stuck & ~release
         self.stuck_count = np.where(release, 0, self.stuck_count)
