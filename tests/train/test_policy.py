@@ -202,3 +202,24 @@ def test_step_leaves_an_eval_model_in_eval_mode() -> None:
     model = tiny_random(TinyModelConfig(num_layers=1)).eval()
     PolicyTrainer(model, PolicyConfig()).step(_batch())
     assert not model.training
+
+
+def test_logprobs_agree_with_the_native_engine_after_a_lora_update() -> None:
+    # the engine shares `causal_lm`, so after an update its sampling log-probabilities ("raw" mode)
+    # are the trainer's own teacher-forced ones: the ratio of the first epoch is 1 up to float error
+    from posttrain.rollout import NativeEngine
+    from posttrain.rollout.api import GenerationRequest, SamplingParams
+
+    model = tiny_random().eval()
+    trainer = PolicyTrainer(model, PolicyConfig(lr=1e-2, lora=LoraConfig(r=4)))
+    engine = NativeEngine(model)
+    trainer.step(_batch())
+    engine.update_weights(trainer.causal_lm, version=1)
+    request = GenerationRequest(
+        prompt_ids=(2, 3, 4, 5), params=SamplingParams(n=3, max_new_tokens=10, seed=0)
+    )
+    samples = engine.generate([request])[0].samples
+    responses = [s.token_ids for s in samples]
+    ours = trainer.logprobs([list(request.prompt_ids)] * len(samples), responses)
+    for sample, row in zip(samples, ours, strict=True):
+        torch.testing.assert_close(torch.tensor(row), torch.tensor(sample.logprobs), atol=1e-5, rtol=0)
