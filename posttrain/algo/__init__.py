@@ -16,7 +16,7 @@ from posttrain.algo.losses import (
     log_importance_ratio,
     policy_loss,
 )
-from posttrain.algo.weights import domain_sample_weights
+from posttrain.algo.weights import domain_sample_weights, weights_from_coefficients
 
 __all__ = [
     "Aggregation",
@@ -36,4 +36,5 @@ __all__ = [
     "policy_loss",
     "ragged_group_advantages",
     "token_logprobs",
+    "weights_from_coefficients",
 ]
