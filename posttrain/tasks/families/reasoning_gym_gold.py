@@ -52,7 +52,11 @@ def _slides(state: tuple[int, ...], pieces: list[tuple[int, int, bool]], walls: 
                 if not 0 <= lead < _BOARD or cell in taken:
                     break
                 distance += 1
-                yield i, distance * direction, state[:i] + (start + distance * direction * stride,) + state[i + 1 :]
+                yield (
+                    i,
+                    distance * direction,
+                    state[:i] + (start + distance * direction * stride,) + state[i + 1 :],
+                )
 
 
 def rush_hour_solution(entry: dict[str, Any]) -> str:
