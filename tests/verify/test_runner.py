@@ -87,3 +87,13 @@ def test_close_is_idempotent_and_pool_restarts() -> None:
     assert pool.score_batch([(make_task("1"), "1", ExactConfig())])[0].passed
     pool.close()
     pool.close()
+
+
+def test_reasoning_gym_items_score_in_workers(runner: VerifierRunner) -> None:
+    from posttrain.tasks.families.reasoning_gym import ReasoningGymFamily, ReasoningGymFamilyConfig
+
+    family = ReasoningGymFamily(ReasoningGymFamilyConfig(datasets=["basic_arithmetic", "graph_color"]))
+    tasks = [(family.task(spec, 0, seed=0), family.verifier(spec)) for spec in family.domains()]
+    items: list[VerifyItem] = [(task, task.answer or "", config) for task, config in tasks]
+    items += [(task, "", config) for task, config in tasks]
+    assert [s.reward for s in runner.score_batch(items)] == [1.0] * len(tasks) + [0.0] * len(tasks)
