@@ -77,3 +77,21 @@ def test_build_from_specs_uses_their_targets_and_bounds() -> None:
     sched = build_scheduler_for_specs({"kind": "static", "ratios": {"m/f/d0": 50.0}}, specs)
     assert sched.weights()["m/f/d0"] == pytest.approx(0.4)
     assert sched.targets.tolist() == [0.9, 0.9, 0.9]  # type: ignore[attr-defined]
+
+
+def _plugin_factory(domains: list[str], targets: dict[str, float], options: dict[str, object]) -> object:
+    from posttrain.curriculum import build_scheduler as build
+
+    return build({"kind": "static", "ratios": {domains[0]: float(options["first"])}}, domains=domains)  # type: ignore[arg-type]
+
+
+def test_plugin_factory_is_loaded_by_path() -> None:
+    # Plugin returns static ratios 3:1 -> [0.75, 0.25].
+    sched = build_scheduler({"kind": "plugin", "plugin": f"{__name__}:_plugin_factory", "options": {"first": 3}},
+                            domains=["a", "b"])
+    assert sched.weights() == pytest.approx({"a": 0.75, "b": 0.25})
+
+
+def test_missing_plugin_is_a_config_error() -> None:
+    with pytest.raises(ConfigError):
+        build_scheduler({"kind": "plugin", "plugin": "no.such.module:thing"}, domains=["a"])
