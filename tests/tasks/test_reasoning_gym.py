@@ -147,7 +147,9 @@ import json, sys
 from posttrain.tasks.families.reasoning_gym import ReasoningGymFamily, ReasoningGymFamilyConfig
 names = json.loads(sys.argv[1])
 family = ReasoningGymFamily(ReasoningGymFamilyConfig(datasets=names))
-print(json.dumps({s.id: [family.task(s, i, 7).content_hash for i in range(2)] for s in family.domains()}))
+hashes = {s.id: [family.task(s, i, 7).content_hash for i in range(2)] for s in family.domains()}
+print()
+print("HASHES", json.dumps(hashes))
 """
 
 
@@ -155,7 +157,8 @@ def _hashes_in_subprocess(names: list[str] | str, hash_seed: str) -> dict[str, l
     env = {**os.environ, "PYTHONHASHSEED": hash_seed}
     args = [sys.executable, "-c", _HASHES_SCRIPT, json.dumps(names)]
     done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    marked = [line for line in done.stdout.splitlines() if line.startswith("HASHES ")]  # generators print too
+    return json.loads(marked[-1].removeprefix("HASHES "))
 
 
 def test_generation_is_deterministic_across_processes() -> None:
