@@ -10,14 +10,18 @@ level) reuse the same config across levels; their DomainSpec description says so
 
 Generation: one reasoning-gym dataset per (dataset, level, seed), created with `size` items and a seed
 derived from (seed, domain id), cached per process; task `index` is the dataset's item `index`
-(reasoning-gym items are generated on demand, nothing is materialised). `DomainSpec.size` is `size`.
-The verifier rebuilds the same dataset for seed 0, so in-process scoring reuses the generator.
+(reasoning-gym items are generated on demand, nothing is materialised; the last 1024 items are kept).
+`DomainSpec.size` is `size` (`SIZE_CAP` for generators that build every item up front). The verifier
+rebuilds the same dataset as seed 0, so in-process scoring reuses the generator. Items are a pure
+function of (seed, domain, index) within a process; across processes too, except for the datasets in
+`HASH_SEED_DEPENDENT`, which need a fixed PYTHONHASHSEED.
 
-Gold: `Task.gold` is the entry made JSON-safe and `Task.answer` is `<answer>...</answer>` around the
-entry's answer - or, for the generators that score validity instead of a stored answer, around a valid
-solution taken from the entry's metadata (graph_color, propositional_logic, rubiks_cube) or computed
-(boxnet, rush_hour). Generators that fail offline or whose scorer cannot tell garbage from an answer
-are left out, with the reason, in `EXCLUDED`.
+Gold: `Task.gold` is the entry encoded by `posttrain.verify.gym.encode_entry` (JSON-safe, decoded back to
+the generator's own types before scoring) and `Task.answer` is `<answer>...</answer>` around the entry's
+answer - or, for the five generators that score validity instead of a stored answer, around a valid
+solution taken from the entry's metadata (graph_color, propositional_logic, rubiks_cube) or computed by
+`reasoning_gym_gold` (boxnet, rush_hour). Generators that fail offline or whose scorer cannot tell
+garbage from an answer are left out, with the reason, in `EXCLUDED`.
 """
 
 from __future__ import annotations
