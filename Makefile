@@ -9,6 +9,7 @@ export HF_DATASETS_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export RAY_AUTH_MODE := disabled
+export PYTHONHASHSEED := 0
 
 .PHONY: setup demo test test-all bench lint clean
 

@@ -20,6 +20,9 @@ from posttrain.types import Task
 
 Split = Literal["train", "eval"]
 
+_ENUMERATE_MAX = 4096
+"""Finite domains up to this size cache their split's index list; larger ones use rejection sampling."""
+
 _MAX_DRAWS_PER_TASK = 200
 """Rejection-sampling budget: draws allowed per requested task before giving up on a domain."""
 
@@ -33,6 +36,7 @@ class TaskPool:
         self.eval_fraction = eval_fraction
         self._finite_split: dict[tuple[str, str], list[int]] = {}
         self._ids: dict[str, dict[str, int]] = {}
+        self.num_generation_failures = 0
 
     def split_of(self, task: Task) -> Split:
         fraction = int(task.content_hash[:16], 16) / 2.0**64
@@ -43,10 +47,16 @@ class TaskPool:
         return domain.family.task(domain.spec, index, self.seed)
 
     def sample(self, domain_id: str, n: int, split: Split = "train", rng: random.Random | None = None) -> list[Task]:
-        """`n` tasks of `split` drawn with replacement; raises ConfigError if the split is empty."""
+        """`n` tasks of `split` drawn with replacement; raises ConfigError if the split is empty.
+
+        Small finite domains draw from a cached list of their split's indices; large ones and streams
+        use rejection sampling over indices. An index whose generation raises (a generator failing
+        on a rare seed) is skipped within the same draw budget.
+        """
         rng = rng or random.Random(self.seed)
         domain = self.registry.get(domain_id)
-        if domain.spec.size is not None:
+        size = domain.spec.size
+        if size is not None and size <= _ENUMERATE_MAX:
             indices = self._indices(domain, split)
             if not indices:
                 raise ConfigError(f"domain {domain_id!r} has no {split} tasks")
@@ -55,12 +65,19 @@ class TaskPool:
         for _ in range(n * _MAX_DRAWS_PER_TASK):
             if len(tasks) == n:
                 break
-            task = domain.family.task(domain.spec, rng.randrange(2**31), self.seed)
-            if self.split_of(task) == split:
+            task = self._try_task(domain, rng.randrange(size if size is not None else 2**31))
+            if task is not None and self.split_of(task) == split:
                 tasks.append(task)
         if len(tasks) < n:
             raise ConfigError(f"domain {domain_id!r}: could not draw {n} {split} tasks")
         return tasks
+
+    def _try_task(self, domain: Domain, index: int) -> Task | None:
+        try:
+            return domain.family.task(domain.spec, index, self.seed)
+        except Exception:  # a third-party generator failing on one seed must not stop training
+            self.num_generation_failures += 1
+            return None
 
     def eval_tasks(self, domain_id: str, n: int) -> list[Task]:
         """The first `n` distinct eval-split tasks in index order: a fixed evaluation set."""
@@ -76,8 +93,8 @@ class TaskPool:
         domain = self.registry.get(domain_id)
         limit = domain.spec.size if domain.spec.size is not None else (max_index or 200_000)
         for index in range(limit):
-            task = domain.family.task(domain.spec, index, self.seed)
-            if self.split_of(task) == split:
+            task = self._try_task(domain, index)
+            if task is not None and self.split_of(task) == split:
                 yield task
 
     def get(self, task_id: str) -> Task:

@@ -14,7 +14,7 @@ from posttrain.tasks.pool import TaskPool
 from posttrain.types import Score, Task
 from posttrain.verify import Verifier, build_verifier
 
-GARBAGE_RESPONSE = "zzq ~~ ###garbage### \x00 \\boxed{qqzx} Answer: nonsense-token-7f3"
+GARBAGE_RESPONSE = "zzq ~~ ###garbage### \x00 \\boxed{qqzx} Answer: nonsense-token"
 """A response no verifier should accept."""
 
 

@@ -10,7 +10,6 @@ missing file, is a `ConfigError`. Records are held in memory (datasets of this s
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any, Literal
 from posttrain.config import ConfigError, StrictModel
 from posttrain.types import DomainSpec, Task
 from posttrain.verify.configs import MathConfig, NormalizedConfig, NumericConfig, VerifierConfig
+from posttrain.verify.extract import last_boxed
 
 JsonlFormat = Literal["gsm8k", "math", "generic"]
 _ID_KEYS = ("id", "task_id", "unique_id")
@@ -165,17 +165,3 @@ def _generic(obj: dict[str, Any]) -> tuple[str, str, str]:
 
 
 _FIELDS = {"gsm8k": _gsm8k, "math": _math, "generic": _generic}
-_BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
-
-
-def last_boxed(text: str) -> str | None:
-    """Content of the last `\\boxed{...}`, balancing nested braces; None if absent or unbalanced."""
-    starts = [m.end() for m in _BOXED.finditer(text)]
-    if not starts:
-        return None
-    depth, start = 1, starts[-1]
-    for pos in range(start, len(text)):
-        depth += {"{": 1, "}": -1}.get(text[pos], 0)
-        if depth == 0:
-            return text[start:pos].strip()
-    return None

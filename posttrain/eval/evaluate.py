@@ -1,0 +1,87 @@
+"""Per-domain evaluation of a policy on the eval split.
+
+Greedy decoding (temperature 0) on a fixed eval set per domain (`TaskPool.eval_tasks`), graded by the
+domains' verifiers. Infra failures are counted apart and excluded from reward and pass rate.
+Generation goes through any `RolloutEngine`, so the same code evaluates HF, native and vLLM backends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from posttrain.rollout.api import GenerationRequest, RolloutEngine, SamplingParams
+from posttrain.tasks.pool import TaskPool
+from posttrain.train.prompting import render_prompt_ids, stop_ids
+from posttrain.types import Score, Task
+
+ScoreFn = Callable[[Sequence[tuple[Task, str]]], list[Score]]
+"""Grades (task, response) pairs in order."""
+
+
+@dataclass(frozen=True)
+class DomainEval:
+    """One domain's evaluation result."""
+
+    domain_id: str
+    num_tasks: int
+    mean_reward: float
+    pass_rate: float
+    infra_errors: int
+    mean_response_tokens: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def evaluate(
+    engine: RolloutEngine,
+    tokenizer: Any,
+    pool: TaskPool,
+    domain_ids: Sequence[str],
+    score_fn: ScoreFn,
+    num_tasks: int = 32,
+    max_new_tokens: int = 32,
+    system_prompt: str | None = None,
+) -> dict[str, DomainEval]:
+    """Greedy pass rate and mean reward per domain on a fixed eval set."""
+    tasks = [t for d in domain_ids for t in pool.eval_tasks(d, num_tasks)]
+    responses, lengths = generate_greedy(engine, tokenizer, tasks, max_new_tokens, system_prompt)
+    scores = score_fn(list(zip(tasks, responses, strict=True)))
+    return summarise(tasks, scores, lengths, domain_ids)
+
+
+def generate_greedy(
+    engine: RolloutEngine, tokenizer: Any, tasks: Sequence[Task], max_new_tokens: int, system_prompt: str | None
+) -> tuple[list[str], list[int]]:
+    """One greedy response per task, decoded without special tokens, and its token count."""
+    params = SamplingParams(
+        n=1, max_new_tokens=max_new_tokens, temperature=0.0, stop_token_ids=stop_ids(tokenizer)
+    )
+    requests = [
+        GenerationRequest(prompt_ids=tuple(render_prompt_ids(tokenizer, t, system_prompt)), params=params)
+        for t in tasks
+    ]
+    outputs = engine.generate(requests)
+    texts = [tokenizer.decode(o.samples[0].token_ids, skip_special_tokens=True) for o in outputs]
+    return texts, [len(o.samples[0].token_ids) for o in outputs]
+
+
+def summarise(
+    tasks: Sequence[Task], scores: Sequence[Score], lengths: Sequence[int], domain_ids: Sequence[str]
+) -> dict[str, DomainEval]:
+    out: dict[str, DomainEval] = {}
+    for domain_id in domain_ids:
+        rows = [(s, n) for t, s, n in zip(tasks, scores, lengths, strict=True) if t.domain_id == domain_id]
+        graded = [(s, n) for s, n in rows if not s.is_infra_failure]
+        count = max(len(graded), 1)
+        out[domain_id] = DomainEval(
+            domain_id=domain_id,
+            num_tasks=len(graded),
+            mean_reward=sum(s.reward for s, _ in graded) / count,
+            pass_rate=sum(s.passed for s, _ in graded) / count,
+            infra_errors=len(rows) - len(graded),
+            mean_response_tokens=sum(n for _, n in graded) / count,
+        )
+    return out

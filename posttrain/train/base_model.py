@@ -1,0 +1,246 @@
+"""The embedded tiny base model: a BPE tokenizer and a small Qwen2 trained by SFT on the train split.
+
+`build_tiny_base` is deterministic for a given config and domain set: it trains a byte-level BPE
+tokenizer (digits split individually, so arithmetic stays learnable) on rendered tasks, then fine-tunes
+a randomly initialised Qwen2 on `Q: <prompt>\nA: <answer><eos>` with the loss on answer tokens only, and
+stops as soon as the mean greedy pass rate over the domains reaches `stop_pass_rate` — leaving headroom
+for RL. The result is an ordinary HF directory (`save_pretrained`), cached by a hash of its inputs.
+Not here: any real LLM (see `posttrain.train.models`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from pydantic import Field
+
+from posttrain.config import StrictModel
+from posttrain.tasks.pool import TaskPool
+from posttrain.train.prompting import TINY_CHAT_TEMPLATE, render_prompt_ids
+from posttrain.types import Task
+
+BUILD_VERSION = 1
+"""Bumped whenever the recipe changes, so stale cached models are not reused."""
+
+
+class TinyBaseConfig(StrictModel):
+    """Recipe of the embedded tiny base model."""
+
+    vocab_size: int = 384
+    """BPE vocabulary size (256 byte symbols + merges + specials)."""
+    hidden_size: int = 128
+    """Model width."""
+    num_layers: int = 4
+    """Decoder layers."""
+    num_heads: int = 4
+    """Attention heads."""
+    num_kv_heads: int = 2
+    """Key/value heads (grouped-query attention)."""
+    intermediate_size: int = 384
+    """SwiGLU width."""
+    max_steps: int = 1500
+    """Upper bound on SFT steps."""
+    batch_size: int = 64
+    """Sequences per SFT step."""
+    lr: float = 3e-3
+    """Peak AdamW learning rate."""
+    warmup_steps: int = 30
+    """Linear warm-up steps."""
+    eval_every: int = 50
+    """Steps between greedy evaluations."""
+    eval_tasks_per_domain: int = 16
+    """Eval-split tasks per domain for the stopping rule."""
+    stop_pass_rate: float = Field(0.35, gt=0.0, lt=1.0)
+    """Stop SFT once the mean greedy pass rate over domains reaches this."""
+    min_steps: int = 100
+    """Never stop before this many steps."""
+    tokenizer_corpus: int = 6000
+    """Rendered train tasks used to fit the tokenizer."""
+    seed: int = 0
+    """Seed for tokenizer corpus, initialisation and batches."""
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("POSTTRAIN_CACHE", Path.home() / ".cache" / "posttrain"))
+
+
+def cache_key(config: TinyBaseConfig, domain_ids: Sequence[str], data_seed: int) -> str:
+    blob = json.dumps([BUILD_VERSION, config.model_dump(), sorted(domain_ids), data_seed], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def train_tokenizer(texts: Sequence[str], vocab_size: int) -> Any:
+    """Byte-level BPE with individually split digits; `<pad>`=0, `<eos>`=1; Q/A chat template."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
+    )
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=["<pad>", "<eos>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(texts, trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<eos>", pad_token="<pad>")
+    fast.chat_template = TINY_CHAT_TEMPLATE
+    return fast
+
+
+def new_model(config: TinyBaseConfig, tokenizer: Any) -> Any:
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(config.seed)
+    model_config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=config.hidden_size,
+        intermediate_size=config.intermediate_size,
+        num_hidden_layers=config.num_layers,
+        num_attention_heads=config.num_heads,
+        num_key_value_heads=config.num_kv_heads,
+        max_position_embeddings=512,
+        tie_word_embeddings=True,
+        bos_token_id=tokenizer.eos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    return Qwen2ForCausalLM(model_config)
+
+
+def sft_batch(tokenizer: Any, tasks: Sequence[Task]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Right-padded (input_ids, attention_mask, labels) with labels only on answer + eos tokens."""
+    rows: list[tuple[list[int], list[int]]] = []
+    for task in tasks:
+        prompt = render_prompt_ids(tokenizer, task)
+        answer = tokenizer(task.answer or "", add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        rows.append((prompt + answer, [-100] * len(prompt) + answer))
+    width = max(len(ids) for ids, _ in rows)
+    pad = tokenizer.pad_token_id
+    input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in rows])
+    labels = torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in rows])
+    mask = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in rows])
+    return input_ids, mask, labels
+
+
+EvalFn = Callable[[Any, Any], float]
+"""(model, tokenizer) -> mean greedy pass rate over the build's domains."""
+
+
+def run_sft(
+    config: TinyBaseConfig,
+    model: Any,
+    tokenizer: Any,
+    draw: Callable[[random.Random, int], list[Task]],
+    eval_fn: EvalFn,
+    log: Callable[[str], None] = print,
+) -> list[dict[str, float]]:
+    """SFT until the eval pass rate reaches the stopping threshold; returns the eval history."""
+    rng = random.Random(config.seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.01)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min(1.0, (s + 1) / config.warmup_steps)
+    )
+    history: list[dict[str, float]] = []
+    start = time.perf_counter()
+    for step in range(1, config.max_steps + 1):
+        model.train()
+        input_ids, mask, labels = sft_batch(tokenizer, draw(rng, config.batch_size))
+        loss = model(input_ids=input_ids, attention_mask=mask, labels=labels).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad(set_to_none=True)
+        if step % config.eval_every == 0 or step == config.max_steps:
+            pass_rate = eval_fn(model, tokenizer)
+            history.append({"step": step, "loss": float(loss), "pass_rate": pass_rate})
+            log(f"sft step {step}: loss {float(loss):.3f}, pass rate {pass_rate:.3f}, "
+                f"{time.perf_counter() - start:.0f} s")
+            if step >= config.min_steps and pass_rate >= config.stop_pass_rate:
+                break
+    return history
+
+
+def build_tiny_base(
+    config: TinyBaseConfig,
+    pool: TaskPool,
+    domain_ids: Sequence[str],
+    eval_fn: EvalFn,
+    out_dir: Path,
+    log: Callable[[str], None] = print,
+) -> Path:
+    """Train tokenizer and model, save both (plus `build.json`) to `out_dir` atomically."""
+    torch.manual_seed(config.seed)
+    rng = random.Random(config.seed)
+
+    def draw(r: random.Random, n: int) -> list[Task]:
+        return [pool.sample(r.choice(list(domain_ids)), 1, "train", r)[0] for _ in range(n)]
+
+    corpus = [f"Q: {t.prompt_text()}\nA: {t.answer}" for t in draw(rng, config.tokenizer_corpus)]
+    tokenizer = train_tokenizer(corpus, config.vocab_size)
+    model = new_model(config, tokenizer)
+    history = run_sft(config, model, tokenizer, draw, eval_fn, log)
+    tmp = out_dir.with_name(out_dir.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    meta = {"config": config.model_dump(), "domains": list(domain_ids), "history": history}
+    (tmp / "build.json").write_text(json.dumps(meta, indent=2))
+    shutil.rmtree(out_dir, ignore_errors=True)
+    tmp.rename(out_dir)
+    return out_dir
+
+
+def ensure_tiny_base(config: TinyBaseConfig, domains: Any, log: Callable[[str], None] = print) -> Path:
+    """The cached tiny base model for these domains, built first if missing."""
+    from posttrain.tasks.registry import DomainRegistry
+
+    pool = TaskPool(DomainRegistry.from_config(domains), seed=domains.seed, eval_fraction=domains.eval_fraction)
+    domain_ids = pool.registry.ids()
+    out_dir = cache_root() / f"tiny-{cache_key(config, domain_ids, domains.seed)}"
+    if (out_dir / "build.json").is_file():
+        log(f"using cached tiny base model {out_dir}")
+        return out_dir
+    log(f"building the tiny base model for {len(domain_ids)} domains -> {out_dir}")
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    return build_tiny_base(config, pool, domain_ids, _greedy_pass_rate(pool, domain_ids, config), out_dir, log)
+
+
+def _greedy_pass_rate(pool: TaskPool, domain_ids: Sequence[str], config: TinyBaseConfig) -> EvalFn:
+    from posttrain.eval.evaluate import evaluate
+    from posttrain.rollout import NativeEngine
+    from posttrain.verify import build_verifier
+
+    verifiers = {d: build_verifier(pool.registry.get(d).verifier) for d in domain_ids}
+
+    def score(pairs: Sequence[tuple[Task, str]]) -> list[Any]:
+        return [verifiers[t.domain_id].score(t, r) for t, r in pairs]
+
+    def pass_rate(model: Any, tokenizer: Any) -> float:
+        model.eval()
+        result = evaluate(NativeEngine(model), tokenizer, pool, domain_ids, score, config.eval_tasks_per_domain)
+        return sum(r.pass_rate for r in result.values()) / len(result)
+
+    return pass_rate
+
+
+def resolve_model(model: Any, tiny: TinyBaseConfig, domains: Any, log: Callable[[str], None]) -> tuple[Any, Any]:
+    """(model, tokenizer) for a ModelConfig; the `tiny` preset is built (or reused) first."""
+    from posttrain.train.models import ModelConfig, load_model
+
+    if model.preset == "tiny":
+        model = ModelConfig(path=str(ensure_tiny_base(tiny, domains, log)), dtype=model.dtype)
+    return load_model(model)

@@ -1,0 +1,168 @@
+"""`posttrain train | eval | base build | demo`: the main job from the command line.
+
+A CONFIG argument is a YAML path or the name of a preset in `configs/` (e.g. `quickstart`).
+Heavy imports (torch, transformers) happen inside the command functions, not at registration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+REPO_CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("train", help="run RL post-training")
+    p.add_argument("config", help="YAML path or preset name (configs/<name>.yaml)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--run-dir", type=Path, help="output folder (default runs/<config name>-<time>)")
+    p.add_argument("--resume", action="store_true", help="continue from the run dir's latest checkpoint")
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("eval", help="evaluate a model on the eval split of some domains")
+    p.add_argument("--model", required=True, help="HF model dir, 'tiny' or 'smollm2-135m'")
+    p.add_argument("--domains", help="domains YAML or train config (default: the quickstart preset)")
+    p.add_argument("--tasks-per-domain", type=int, default=32)
+    p.add_argument("--max-new-tokens", type=int, default=32)
+    p.add_argument("--backend", choices=["native", "hf"], default="native")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_eval)
+
+    base = sub.add_parser("base", help="base models")
+    bsub = base.add_subparsers(dest="base_command", metavar="ACTION", required=True)
+    p = bsub.add_parser("build", help="build (or reuse) the embedded tiny base model")
+    p.add_argument("--preset", choices=["tiny"], default="tiny")
+    p.add_argument("--config", default="quickstart", help="train config whose domains and recipe to use")
+    p.set_defaults(func=cmd_base_build)
+
+    p = sub.add_parser("demo", help="build the base model, train on the quickstart mix, compare")
+    p.add_argument("--config", default="quickstart")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--run-dir", type=Path)
+    p.set_defaults(func=cmd_demo)
+
+
+def resolve_config_path(name: str) -> Path:
+    from posttrain.config import ConfigError
+
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        return path
+    preset = REPO_CONFIGS / f"{name}.yaml"
+    if not preset.is_file():
+        known = sorted(p.stem for p in REPO_CONFIGS.glob("*.yaml"))
+        raise ConfigError(f"no config file {name!r} and no preset of that name (presets: {', '.join(known)})")
+    return preset
+
+
+def _load(name: str, overrides: list[str]) -> Any:
+    from posttrain.train.config import load_train_config
+
+    return load_train_config(resolve_config_path(name), overrides)
+
+
+def _run_dir(args: argparse.Namespace, name: str) -> Path:
+    return args.run_dir or Path("runs") / f"{Path(name).stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from posttrain.train.loop import train
+
+    config = _load(args.config, args.overrides)
+    run_dir = _run_dir(args, args.config)
+    summary = train(config, run_dir, resume=args.resume)
+    print_summary(summary, run_dir)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from posttrain.train.loop import train
+
+    config = _load(args.config, args.overrides)
+    run_dir = _run_dir(args, args.config)
+    print(f"posttrain demo: {config.steps} RL steps on {args.config}; outputs in {run_dir}")
+    summary = train(config, run_dir)
+    print_summary(summary, run_dir)
+    return 0
+
+
+def cmd_base_build(args: argparse.Namespace) -> int:
+    from posttrain.train.base_model import ensure_tiny_base
+
+    config = _load(args.config, [])
+    path = ensure_tiny_base(config.tiny_base, config.domains)
+    print(path)
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    import torch
+
+    from posttrain.eval.evaluate import evaluate
+    from posttrain.tasks.pool import TaskPool
+    from posttrain.tasks.registry import DomainRegistry
+    from posttrain.train.base_model import resolve_model
+    from posttrain.train.models import ModelConfig
+    from posttrain.train.stages import make_engine
+    from posttrain.verify import RunnerConfig, VerifierRunner
+
+    torch.set_num_threads(2)
+    config = _load(args.domains or "quickstart", [])
+    preset = args.model if args.model in ("tiny", "smollm2-135m") else None
+    model_config = ModelConfig(preset=preset) if preset else ModelConfig(path=args.model)
+    model, tokenizer = resolve_model(model_config, config.tiny_base, config.domains, print)
+    registry = DomainRegistry.from_config(config.domains)
+    pool = TaskPool(registry, seed=config.domains.seed, eval_fraction=config.domains.eval_fraction)
+    with VerifierRunner(RunnerConfig(num_workers=2)) as runner:
+
+        def score(pairs: Any) -> Any:
+            return runner.score_batch([(t, r, registry.get(t.domain_id).verifier) for t, r in pairs])
+
+        result = evaluate(
+            make_engine(args.backend, model), tokenizer, pool, registry.ids(), score,
+            num_tasks=args.tasks_per_domain, max_new_tokens=args.max_new_tokens,
+        )
+    rows = [r.to_dict() for r in result.values()]
+    if args.json:
+        print(json.dumps({"model": args.model, "domains": rows}))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"eval of {args.model}")
+    for column in ("domain", "tasks", "reward", "pass rate"):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(r["domain_id"], str(r["num_tasks"]), f"{r['mean_reward']:.3f}", f"{r['pass_rate']:.3f}")
+    Console().print(table)
+    return 0
+
+
+def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"held-out eval: base vs trained ({summary['steps']} RL steps)")
+    for column in ("domain", "eval tasks", "base", "trained", "delta"):
+        table.add_column(column, justify="right" if column != "domain" else "left")
+    for domain_id, d in summary["domains"].items():
+        delta = d["delta_reward"]
+        colour = "green" if delta > 0 else "red" if delta < 0 else "white"
+        table.add_row(
+            domain_id, str(d["num_eval_tasks"]), f"{d['base_reward']:.3f}", f"{d['final_reward']:.3f}",
+            f"[{colour}]{delta:+.3f}[/{colour}]",
+        )
+    table.add_row(
+        "mean", "", f"{summary['mean_base_reward']:.3f}", f"{summary['mean_final_reward']:.3f}",
+        f"{summary['mean_final_reward'] - summary['mean_base_reward']:+.3f}",
+    )
+    console = Console()
+    console.print(table)
+    console.print(
+        f"improved on {summary['domains_improved']} of {len(summary['domains'])} domains, "
+        f"regressed on {summary['domains_regressed']}; summary: {run_dir / 'summary.json'}"
+    )

@@ -1,0 +1,154 @@
+"""A run directory's contents: resolved config, metrics, evals, checkpoints, summary and plots.
+
+Layout: `config.yaml` (the resolved config), `metrics.jsonl` (one line per step: global metrics and
+`domain/<id>/<metric>`), `eval_<label>.json`, `checkpoints/step_<n>/`, `summary.json` and
+`plots/*.png`. TensorBoard scalars are written too when `tensorboard` is installed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from posttrain.curriculum import DomainStats
+from posttrain.eval.evaluate import DomainEval
+from posttrain.train.config import TrainConfig
+
+
+class Outputs:
+    """Writes everything a run leaves behind; prints one progress line per step."""
+
+    def __init__(self, run_dir: Path, config: TrainConfig, domain_ids: list[str]) -> None:
+        self.run_dir = run_dir
+        self.domain_ids = domain_ids
+        self.total_steps = config.steps
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "config.yaml").write_text(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
+        self._metrics = (run_dir / "metrics.jsonl").open("a", encoding="utf-8")
+        self._tb = _tensorboard(run_dir)
+        self._start_s = time.perf_counter()
+        self._num_samples = 0
+        self._progress = _Progress(config.steps)
+
+    def log_step(
+        self,
+        step: int,
+        metrics: dict[str, float],
+        stats: dict[str, DomainStats],
+        weights: dict[str, float],
+        report: dict[str, float],
+        infra_failures: int,
+    ) -> None:
+        self._num_samples += sum(s.n for s in stats.values())
+        elapsed_s = time.perf_counter() - self._start_s
+        row: dict[str, Any] = {"step": step + 1, "elapsed_s": round(elapsed_s, 3)}
+        row.update({k: float(v) for k, v in metrics.items()})
+        row.update({f"filter/{k}": v for k, v in report.items()})
+        row["samples_per_s"] = self._num_samples / max(elapsed_s, 1e-9)
+        row["infra_failures"] = infra_failures
+        total = sum(s.n for s in stats.values())
+        row["reward"] = sum(s.mean_reward * s.n for s in stats.values()) / max(total, 1)
+        row["pass_rate"] = sum(s.pass_rate * s.n for s in stats.values()) / max(total, 1)
+        for domain_id, weight in weights.items():
+            row[f"domain/{domain_id}/weight"] = weight
+        for domain_id, s in stats.items():
+            row[f"domain/{domain_id}/reward"] = s.mean_reward
+            row[f"domain/{domain_id}/pass_rate"] = s.pass_rate
+            row[f"domain/{domain_id}/samples"] = s.n
+            row[f"domain/{domain_id}/zero_variance"] = s.zero_variance_fraction
+        self._metrics.write(json.dumps(row) + "\n")
+        self._metrics.flush()
+        if self._tb is not None:
+            for key, value in row.items():
+                if isinstance(value, int | float):
+                    self._tb.add_scalar(key, value, step + 1)
+        self._progress.update(step + 1, row)
+
+    def write_eval(self, label: str, result: dict[str, DomainEval]) -> None:
+        doc = {d: r.to_dict() for d, r in result.items()}
+        (self.run_dir / f"eval_{label}.json").write_text(json.dumps(doc, indent=2))
+
+    def read_eval(self, label: str) -> dict[str, DomainEval]:
+        doc = json.loads((self.run_dir / f"eval_{label}.json").read_text())
+        return {d: DomainEval(**r) for d, r in doc.items()}
+
+    def write_summary(
+        self, base: dict[str, DomainEval], final: dict[str, DomainEval], steps: int
+    ) -> dict[str, Any]:
+        from posttrain.train.plots import write_plots
+
+        domains = {
+            d: {
+                "base_reward": base[d].mean_reward,
+                "final_reward": final[d].mean_reward,
+                "delta_reward": final[d].mean_reward - base[d].mean_reward,
+                "base_pass_rate": base[d].pass_rate,
+                "final_pass_rate": final[d].pass_rate,
+                "num_eval_tasks": final[d].num_tasks,
+            }
+            for d in self.domain_ids
+        }
+        improved = sum(v["delta_reward"] > 0 for v in domains.values())
+        summary = {
+            "steps": steps,
+            "elapsed_s": round(time.perf_counter() - self._start_s, 1),
+            "domains": domains,
+            "mean_base_reward": _mean(v["base_reward"] for v in domains.values()),
+            "mean_final_reward": _mean(v["final_reward"] for v in domains.values()),
+            "domains_improved": improved,
+            "domains_regressed": sum(v["delta_reward"] < 0 for v in domains.values()),
+        }
+        (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+        write_plots(self.run_dir)
+        return summary
+
+    def close(self) -> None:
+        self._progress.close()
+        self._metrics.close()
+        if self._tb is not None:
+            self._tb.close()
+
+
+def _mean(values: Any) -> float:
+    items = list(values)
+    return sum(items) / len(items) if items else 0.0
+
+
+def _tensorboard(run_dir: Path) -> Any:
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:  # tensorboard is an optional extra
+        return None
+    return SummaryWriter(str(run_dir / "tensorboard"))
+
+
+class _Progress:
+    """A rich progress bar: step, samples/s, reward, ETA."""
+
+    def __init__(self, total_steps: int) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self._bar = Progress(
+            TextColumn("[bold]train"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[info]}"),
+            TimeRemainingColumn(),
+            transient=False,
+        )
+        self._task = self._bar.add_task("train", total=total_steps, info="")
+        self._bar.start()
+
+    def update(self, step: int, row: dict[str, Any]) -> None:
+        info = (
+            f"reward {row['reward']:.3f} pass {row['pass_rate']:.3f} "
+            f"{row['samples_per_s']:.1f} samples/s filtered {row.get('filter/filtered_fraction', 0):.2f}"
+        )
+        self._bar.update(self._task, completed=step, info=info)
+
+    def close(self) -> None:
+        self._bar.stop()

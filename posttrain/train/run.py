@@ -1,0 +1,196 @@
+"""The wiring of one RL run: everything `loop.train` talks to, built from a `TrainConfig`.
+
+`Run` owns the task pool, the domain scheduler, the model and tokenizer, the rollout engine, the
+sample/reward stages, the learner and the outputs (metrics, checkpoints, evals, summary). Each method
+is one step of the loop, so the loop itself stays a page of pseudocode.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from posttrain.algo import ragged_group_advantages
+from posttrain.curriculum import DomainStats, build_scheduler, domain_stats_from_groups
+from posttrain.eval.evaluate import DomainEval, evaluate
+from posttrain.tasks.pool import TaskPool
+from posttrain.tasks.registry import DomainRegistry
+from posttrain.train import checkpoint as ckpt
+from posttrain.train.base_model import resolve_model
+from posttrain.train.config import TrainConfig
+from posttrain.train.outputs import Outputs
+from posttrain.train.policy import PolicyTrainer, TrainBatch
+from posttrain.train.stages import Group, RewardStage, RolloutStage, make_engine
+from posttrain.types import Score, Task
+
+
+class Run:
+    """One training run's live objects; use as a context manager (closes workers and writers)."""
+
+    def __init__(self, config: TrainConfig, run_dir: Path, log: Callable[[str], None]) -> None:
+        self.config = config
+        self.log = log
+        torch.set_num_threads(config.threads)
+        torch.manual_seed(config.seed)
+        self.rng = random.Random(config.seed)
+        self.np_rng = np.random.default_rng(config.seed)
+        registry = DomainRegistry.from_config(config.domains)
+        self.pool = TaskPool(registry, seed=config.domains.seed, eval_fraction=config.domains.eval_fraction)
+        self.domain_ids = registry.ids()
+        specs = registry.specs()
+        self.scheduler = build_scheduler(
+            config.scheduler,
+            domains=self.domain_ids,
+            targets={s.id: s.target_pass_rate for s in specs},
+            min_weights={s.id: s.min_weight for s in specs},
+            max_weights={s.id: s.max_weight for s in specs},
+        )
+        self.model, self.tokenizer = resolve_model(config.model, config.tiny_base, config.domains, log)
+        self.engine = make_engine(config.rollout.backend, self.model)
+        self.rollout = RolloutStage(self.engine, self.tokenizer, config.rollout, config.seed)
+        self.reward = RewardStage(self.pool, config.reward, config.seed)
+        self.learner = PolicyTrainer(self.model, config.policy)
+        self.outputs = Outputs(run_dir, config, self.domain_ids)
+
+    @classmethod
+    def create(cls, config: TrainConfig, run_dir: Path, log: Callable[[str], None]) -> Run:
+        return cls(config, run_dir, log)
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.reward.close()
+        self.outputs.close()
+
+    # -- the loop's steps -------------------------------------------------------------------------
+
+    def draw_tasks(self, num_tasks: int) -> list[Task]:
+        counts = self.scheduler.batch_counts(num_tasks, self.np_rng)
+        return [t for d, c in counts.items() if c for t in self.pool.sample(d, c, "train", self.rng)]
+
+    def sample_and_score(self, tasks: Sequence[Task], version: int) -> list[Group]:
+        groups = self.rollout.generate(tasks, version)
+        self.reward.score(groups)
+        return [g for g in groups if g.samples]
+
+    def filter_groups(self, groups: list[Group], step: int) -> tuple[list[Group], dict[str, float]]:
+        """Keep informative groups; refill from fresh tasks within the configured budget."""
+        cfg = self.config.filter
+        report = {"groups": float(len(groups)), "filtered_fraction": 0.0, "extra_groups": 0.0}
+        if not cfg.enabled:
+            return groups, report
+        wanted = len(groups)
+        budget = int(cfg.max_extra_groups_factor * wanted)
+        kept = [g for g in groups if g.is_informative]
+        drawn, dropped = len(groups), len(groups) - len(kept)
+        while len(kept) < wanted and drawn - wanted < budget:
+            extra = self.sample_and_score(self.draw_tasks(min(wanted - len(kept), budget)), version=step)
+            drawn += len(extra)
+            fresh = [g for g in extra if g.is_informative]
+            dropped += len(extra) - len(fresh)
+            kept.extend(fresh)
+        report.update(filtered_fraction=dropped / max(drawn, 1), extra_groups=float(drawn - wanted))
+        report["gave_up"] = float(len(kept) < wanted)
+        return kept[:wanted] if kept else groups, report
+
+    def make_batch(self, groups: Sequence[Group]) -> TrainBatch:
+        samples = [s for g in groups for s in g.samples]
+        rewards = torch.tensor([r for g in groups for r in g.rewards])  # [N]
+        group_ids = torch.tensor([i for i, g in enumerate(groups) for _ in g.samples])  # [N]
+        normalize = self.config.advantage.normalize_std
+        advantages = ragged_group_advantages(rewards, group_ids, normalize_std=normalize)
+        return TrainBatch(
+            prompt_ids=[list(s.prompt_token_ids or []) for s in samples],
+            response_ids=[list(s.token_ids or []) for s in samples],
+            advantages=advantages.tolist(),
+            domain_ids=[s.task.domain_id for s in samples],
+            old_logprobs=[list(s.logprobs or []) for s in samples],
+        )
+
+    def domain_stats(self, groups: Sequence[Group]) -> dict[str, DomainStats]:
+        by_domain: dict[str, list[Group]] = defaultdict(list)
+        for group in groups:
+            by_domain[group.task.domain_id].append(group)
+        return {
+            d: domain_stats_from_groups([g.rewards for g in gs], [[s.passed for s in g.scores] for g in gs])
+            for d, gs in by_domain.items()
+        }
+
+    def log_step(
+        self,
+        step: int,
+        metrics: dict[str, float],
+        stats: dict[str, DomainStats],
+        weights: dict[str, float],
+        report: dict[str, float],
+    ) -> None:
+        self.outputs.log_step(step, metrics, stats, weights, report, self.reward.num_infra_failures)
+
+    def maybe_eval_and_checkpoint(self, step: int) -> None:
+        every = self.config.eval.every_steps
+        if every and (step + 1) % every == 0 and step + 1 < self.config.steps:
+            self.evaluate(f"step{step + 1}")
+        every = self.config.checkpoint_every
+        if (every and (step + 1) % every == 0) or step + 1 == self.config.steps:
+            self.save(step + 1)
+
+    # -- evaluation, checkpoints, summary ---------------------------------------------------------
+
+    def evaluate(self, label: str) -> dict[str, DomainEval]:
+        cfg = self.config.eval
+        result = evaluate(
+            self.engine,
+            self.tokenizer,
+            self.pool,
+            self.domain_ids,
+            self._score_pairs,
+            num_tasks=cfg.tasks_per_domain,
+            max_new_tokens=cfg.max_new_tokens,
+            system_prompt=self.config.rollout.system_prompt,
+        )
+        self.outputs.write_eval(label, result)
+        return result
+
+    def saved_eval(self, label: str) -> dict[str, DomainEval]:
+        return self.outputs.read_eval(label)
+
+    def _score_pairs(self, pairs: Sequence[tuple[Task, str]]) -> list[Score]:
+        items = [(t, r, self.pool.registry.get(t.domain_id).verifier) for t, r in pairs]
+        return self.reward.runner.score_batch(items)
+
+    def save(self, step: int) -> None:
+        extra = {
+            "loop_step": step,
+            "scheduler": self.scheduler.state_dict(),
+            "rng": self.rng.getstate(),
+            "np_rng": self.np_rng.bit_generator.state,
+            "rollout_calls": self.rollout.num_calls,
+        }
+        ckpt.save_checkpoint(self.outputs.run_dir, self.learner.state_dict(), extra=extra, keep_last=2)
+
+    def resume(self) -> int:
+        """Restore the latest checkpoint in the run dir; returns the step to continue from (0 if none)."""
+        path = ckpt.latest_checkpoint(self.outputs.run_dir)
+        if path is None:
+            return 0
+        saved = ckpt.load_checkpoint(path)
+        self.learner.load_state_dict(saved.state)
+        step, extra = int(saved.extra["loop_step"]), saved.extra
+        self.scheduler.load_state_dict(extra["scheduler"])
+        self.rng.setstate(extra["rng"])
+        self.np_rng.bit_generator.state = extra["np_rng"]
+        self.rollout.num_calls = int(extra["rollout_calls"])
+        self.engine.update_weights(self.learner.causal_lm, version=step)
+        self.log(f"resumed from {path} at step {step}")
+        return step
+
+    def write_summary(self, base: dict[str, DomainEval], final: dict[str, DomainEval]) -> dict[str, Any]:
+        return self.outputs.write_summary(base, final, self.config.steps)
+

@@ -1,0 +1,70 @@
+"""Task pool: splits by content, sampling, lookup, counts."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from posttrain.config import ConfigError
+from posttrain.tasks.families.arithmetic import ArithmeticConfig
+from posttrain.tasks.families.jsonl import JsonlConfig
+from posttrain.tasks.pool import TaskPool
+from posttrain.tasks.registry import DomainEntry, DomainRegistry
+
+JSONL_PATH = Path(__file__).parent / "data" / "tiny_gsm8k.jsonl"
+
+
+@pytest.fixture
+def pool() -> TaskPool:
+    entries = [
+        DomainEntry(family=ArithmeticConfig(ops=["add"])),
+        DomainEntry(family=JsonlConfig(path=JSONL_PATH, format="gsm8k", name="tiny")),
+    ]
+    return TaskPool(DomainRegistry(entries), seed=0, eval_fraction=0.25)
+
+
+def test_sample_returns_only_the_requested_split(pool: TaskPool) -> None:
+    for split in ("train", "eval"):
+        tasks = pool.sample("math/arithmetic/add@medium", 50, split, random.Random(1))
+        assert {pool.split_of(t) for t in tasks} == {split}
+
+
+def test_finite_dataset_split_is_stable_and_disjoint(pool: TaskPool) -> None:
+    train = {t.id for t in pool.iter_split("math/jsonl/tiny", "train")}
+    evals = {t.id for t in pool.iter_split("math/jsonl/tiny", "eval")}
+    assert train and evals and not train & evals and len(train | evals) == 40
+
+
+def test_eval_fraction_is_roughly_respected(pool: TaskPool) -> None:
+    tasks = [pool.task("math/arithmetic/add@hard", i) for i in range(4000)]
+    share = sum(pool.split_of(t) == "eval" for t in tasks) / len(tasks)
+    assert 0.2 < share < 0.3  # eval_fraction=0.25, 4000 mostly-distinct 4-digit sums
+
+
+def test_eval_tasks_are_fixed_and_distinct(pool: TaskPool) -> None:
+    first = pool.eval_tasks("math/arithmetic/add@medium", 20)
+    assert first == pool.eval_tasks("math/arithmetic/add@medium", 20)
+    assert len({t.content_hash for t in first}) == 20
+
+
+def test_get_finds_generated_and_dataset_tasks(pool: TaskPool) -> None:
+    task = pool.task("math/arithmetic/add@easy", 17)
+    assert pool.get(task.id) == task
+    assert pool.get("math/jsonl/tiny#3").gold == pool.task("math/jsonl/tiny", 3).gold
+
+
+def test_unknown_domain_suggests_close_ids(pool: TaskPool) -> None:
+    with pytest.raises(ConfigError, match="did you mean math/arithmetic/add@easy"):
+        pool.sample("math/arithmetic/add@eazy", 1)
+
+
+def test_unknown_task_id_is_a_clear_error(pool: TaskPool) -> None:
+    with pytest.raises(ConfigError, match="unknown task id"):
+        pool.get("math/jsonl/tiny#nope")
+
+
+def test_counts_report_sizes(pool: TaskPool) -> None:
+    counts = pool.counts()
+    assert counts["math/jsonl/tiny"] == 40 and counts["math/arithmetic/add@easy"] is None
