@@ -1,0 +1,1 @@
+"""Policy training: the RL loop, the policy update, checkpoints and base models."""
