@@ -135,7 +135,8 @@ class HFEngine:
             row = 0 if greedy else j  # greedy samples are all identical; computed once
             ids = truncate_at_stop(new_ids[row].tolist(), stop)
             steps = logits[row, : len(ids)]  # [t, V]
-            lps = torch.log_softmax(self._source(steps, params), -1).gather(-1, torch.tensor(ids)[:, None])
+            index = torch.tensor(ids, device=steps.device)[:, None]  # [t, 1]
+            lps = torch.log_softmax(self._source(steps, params), -1).gather(-1, index)
             samples.append(SampleOutput(ids, lps[:, 0].tolist(), finish_reason_of(ids, stop)))
         prompt_len = len(request.prompt_ids)
         self._count(prompt_len, new_ids.shape[0] * prompt_len + int(new_ids.numel()), samples)

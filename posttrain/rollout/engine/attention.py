@@ -74,6 +74,6 @@ def quest_select_blocks(
     scores = hi.sum(dim=(2, 3, 4))  # [B, NB]
     scores = scores.masked_fill(~valid_blocks, float("-inf"))
     newest = valid_blocks.long().sum(-1) - 1  # [B]
-    scores[torch.arange(b), newest] = float("inf")
+    scores[torch.arange(b, device=scores.device), newest] = float("inf")
     k = min(top_k, k_blocks.shape[1])
     return torch.topk(scores, k, dim=-1).indices

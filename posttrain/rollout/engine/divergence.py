@@ -24,7 +24,7 @@ def divergence_from_logits(exact: torch.Tensor, sparse: torch.Tensor,
     log_p = torch.log_softmax(exact.float(), -1)
     log_q = torch.log_softmax(sparse.float(), -1)
     kl = (log_p.exp() * (log_p - log_q)).sum(-1)  # [T]
-    idx = torch.tensor(list(continuation_ids))[:, None]
+    idx = torch.tensor(list(continuation_ids), device=exact.device)[:, None]
     drift = (log_p.gather(-1, idx) - log_q.gather(-1, idx)).abs()[:, 0]  # [T]
     agree = (exact.argmax(-1) == sparse.argmax(-1)).float()
     return {"kl_mean": kl.mean().item(), "kl_max": kl.max().item(), "logprob_drift_mean": drift.mean().item(),
