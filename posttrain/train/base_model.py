@@ -47,7 +47,7 @@ class TinyBaseConfig(StrictModel):
     """Key/value heads (grouped-query attention)."""
     intermediate_size: int = 384
     """SwiGLU width."""
-    max_steps: int = 1500
+    max_steps: int = 1200
     """Upper bound on SFT steps."""
     batch_size: int = 64
     """Sequences per SFT step."""
@@ -55,13 +55,13 @@ class TinyBaseConfig(StrictModel):
     """Peak AdamW learning rate."""
     warmup_steps: int = 30
     """Linear warm-up steps."""
-    eval_every: int = 50
+    eval_every: int = 100
     """Steps between greedy evaluations."""
     eval_tasks_per_domain: int = 16
     """Eval-split tasks per domain for the stopping rule."""
-    stop_pass_rate: float = Field(0.35, gt=0.0, lt=1.0)
+    stop_pass_rate: float = Field(0.25, gt=0.0, lt=1.0)
     """Stop SFT once the mean greedy pass rate over domains reaches this."""
-    min_steps: int = 100
+    min_steps: int = 300
     """Never stop before this many steps."""
     tokenizer_corpus: int = 6000
     """Rendered train tasks used to fit the tokenizer."""
@@ -166,8 +166,8 @@ def run_sft(
         optimizer.zero_grad(set_to_none=True)
         if step % config.eval_every == 0 or step == config.max_steps:
             pass_rate = eval_fn(model, tokenizer)
-            history.append({"step": step, "loss": float(loss), "pass_rate": pass_rate})
-            log(f"sft step {step}: loss {float(loss):.3f}, pass rate {pass_rate:.3f}, "
+            history.append({"step": step, "loss": loss.item(), "pass_rate": pass_rate})
+            log(f"sft step {step}: loss {loss.item():.3f}, pass rate {pass_rate:.3f}, "
                 f"{time.perf_counter() - start:.0f} s")
             if step >= config.min_steps and pass_rate >= config.stop_pass_rate:
                 break

@@ -25,7 +25,7 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("eval", help="evaluate a model on the eval split of some domains")
     p.add_argument("--model", required=True, help="HF model dir, 'tiny' or 'smollm2-135m'")
-    p.add_argument("--domains", help="domains YAML or train config (default: the quickstart preset)")
+    p.add_argument("--domains", help="domains YAML, train config or preset name (default: quickstart)")
     p.add_argument("--tasks-per-domain", type=int, default=32)
     p.add_argument("--max-new-tokens", type=int, default=32)
     p.add_argument("--backend", choices=["native", "hf"], default="native")
@@ -111,7 +111,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from posttrain.verify import RunnerConfig, VerifierRunner
 
     torch.set_num_threads(2)
-    config = _load(args.domains or "quickstart", [])
+    config = _eval_config(args.domains or "quickstart")
     preset = args.model if args.model in ("tiny", "smollm2-135m") else None
     model_config = ModelConfig(preset=preset) if preset else ModelConfig(path=args.model)
     model, tokenizer = resolve_model(model_config, config.tiny_base, config.domains, print)
@@ -140,6 +140,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
         table.add_row(r["domain_id"], str(r["num_tasks"]), f"{r['mean_reward']:.3f}", f"{r['pass_rate']:.3f}")
     Console().print(table)
     return 0
+
+
+def _eval_config(name: str) -> Any:
+    """A train config; a plain domains YAML becomes the domains of the default config."""
+    from posttrain.config import read_yaml
+    from posttrain.tasks.registry import load_domains
+    from posttrain.train.config import TrainConfig
+
+    path = resolve_config_path(name)
+    data = read_yaml(path)
+    if "domains" in data and isinstance(data["domains"], list):
+        return TrainConfig(domains=load_domains(path))
+    return _load(name, [])
 
 
 def print_summary(summary: dict[str, Any], run_dir: Path) -> None:

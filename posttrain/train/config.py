@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import Field
 
 from posttrain.config import StrictModel, load_config
-from posttrain.curriculum import DefaultSchedulerConfig, SchedulerConfig
+from posttrain.curriculum import DefaultSchedulerConfig, DynamicSamplingConfig, SchedulerConfig
 from posttrain.tasks.registry import DomainsConfig, resolve_paths
 from posttrain.train.base_model import TinyBaseConfig
 from posttrain.train.models import ModelConfig
@@ -47,15 +47,6 @@ class RewardConfig(StrictModel):
     """Verifier worker processes (0: in-process, main thread)."""
     infra_retries: int = Field(2, ge=0)
     """Re-grading attempts for infra failures before a sample is dropped from the update."""
-
-
-class FilterConfig(StrictModel):
-    """Dynamic sampling: drop groups whose rewards are all equal, refill from fresh tasks."""
-
-    enabled: bool = True
-    """Filter zero-variance groups."""
-    max_extra_groups_factor: float = Field(1.0, ge=0.0)
-    """Refill budget as a multiple of the step's group count; when spent, train on what is kept."""
 
 
 class AdvantageConfig(StrictModel):
@@ -99,8 +90,12 @@ class TrainConfig(StrictModel):
     """Generation."""
     reward: RewardConfig = Field(default_factory=RewardConfig)
     """Grading."""
-    filter: FilterConfig = Field(default_factory=FilterConfig)
-    """Dynamic sampling."""
+    filter: DynamicSamplingConfig = Field(default_factory=DynamicSamplingConfig)
+    """Dynamic sampling: drop groups whose rewards are all equal, refill within a budget."""
+    domain_loss: Literal["domain_token_mean", "domain_sequence_mean", "none"] = "domain_token_mean"
+    """Aggregate the loss per domain first so a domain's gradient share is its sample share, not its
+    token share (tasks are already sampled by domain weight, so weights are not applied again);
+    none keeps the policy loss's own aggregation."""
     advantage: AdvantageConfig = Field(default_factory=AdvantageConfig)
     """Advantage estimation."""
     policy: PolicyConfig = Field(default_factory=PolicyConfig)

@@ -23,11 +23,11 @@ def train(config: TrainConfig, run_dir: Path, resume: bool = False, log: Callabl
             weights = run.scheduler.weights()                       # per-domain sampling weights
             tasks = run.draw_tasks(config.tasks_per_step)           # batch composition by weight
             groups = run.sample_and_score(tasks, version=step)      # G samples per task, graded
-            groups, report = run.filter_groups(groups, step)        # drop zero-signal groups, refill
-            batch = run.make_batch(groups)                          # advantages + per-domain loss weights
+            kept, graded, report = run.filter_groups(groups, step)  # drop zero-signal groups, refill
+            batch = run.make_batch(kept)                            # advantages + per-domain loss weights
             metrics = run.learner.step(batch)                       # GRPO-family update
             run.engine.update_weights(run.learner.causal_lm, version=step + 1)  # weight sync
-            stats = run.domain_stats(groups)
+            stats = run.domain_stats(graded)                        # every graded group, kept or not
             run.scheduler.update(stats, step=step)                  # weak domains get more samples
             run.log_step(step, metrics, stats, weights, report)
             run.maybe_eval_and_checkpoint(step)

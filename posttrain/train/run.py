@@ -16,8 +16,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from posttrain.algo import ragged_group_advantages
-from posttrain.curriculum import DomainStats, build_scheduler, domain_stats_from_groups
+from posttrain.algo import ragged_group_advantages, weights_from_coefficients
+from posttrain.curriculum import (
+    DomainStats,
+    build_scheduler,
+    domain_loss_coefficients,
+    domain_stats_from_groups,
+    fill_informative_groups,
+)
 from posttrain.eval.evaluate import DomainEval, evaluate
 from posttrain.tasks.pool import TaskPool
 from posttrain.tasks.registry import DomainRegistry
@@ -80,25 +86,23 @@ class Run:
         self.reward.score(groups)
         return [g for g in groups if g.samples]
 
-    def filter_groups(self, groups: list[Group], step: int) -> tuple[list[Group], dict[str, float]]:
-        """Keep informative groups; refill from fresh tasks within the configured budget."""
-        cfg = self.config.filter
-        report = {"groups": float(len(groups)), "filtered_fraction": 0.0, "extra_groups": 0.0}
-        if not cfg.enabled:
-            return groups, report
-        wanted = len(groups)
-        budget = int(cfg.max_extra_groups_factor * wanted)
-        kept = [g for g in groups if g.is_informative]
-        drawn, dropped = len(groups), len(groups) - len(kept)
-        while len(kept) < wanted and drawn - wanted < budget:
-            extra = self.sample_and_score(self.draw_tasks(min(wanted - len(kept), budget)), version=step)
-            drawn += len(extra)
-            fresh = [g for g in extra if g.is_informative]
-            dropped += len(extra) - len(fresh)
-            kept.extend(fresh)
-        report.update(filtered_fraction=dropped / max(drawn, 1), extra_groups=float(drawn - wanted))
-        report["gave_up"] = float(len(kept) < wanted)
-        return kept[:wanted] if kept else groups, report
+    def filter_groups(self, groups: list[Group], step: int) -> tuple[list[Group], list[Group], dict[str, float]]:
+        """(kept, every graded group, report): informative groups, refilled within the budget."""
+        graded = list(groups)
+
+        def draw(num_groups: int) -> list[Group]:
+            extra = self.sample_and_score(self.draw_tasks(num_groups), version=step)
+            graded.extend(extra)
+            return extra
+
+        kept, report = fill_informative_groups(groups, draw, len(groups), self.config.filter)
+        summary = {
+            "filtered_fraction": report.fraction_filtered,
+            "extra_groups": float(report.num_extra_drawn),
+            "padded_groups": float(report.num_padded),
+            "gave_up": float(report.gave_up),
+        }
+        return kept, graded, summary
 
     def make_batch(self, groups: Sequence[Group]) -> TrainBatch:
         samples = [s for g in groups for s in g.samples]
@@ -106,12 +110,21 @@ class Run:
         group_ids = torch.tensor([i for i, g in enumerate(groups) for _ in g.samples])  # [N]
         normalize = self.config.advantage.normalize_std
         advantages = ragged_group_advantages(rewards, group_ids, normalize_std=normalize)
+        domain_ids = [s.task.domain_id for s in samples]
+        sample_weights = None
+        if self.config.domain_loss != "none":
+            loss = self.config.policy.loss
+            counts = [len(s.token_ids or []) for s in samples]
+            # Sampled by weight already: pass weights=None so only the token-length bias is removed.
+            coefs = domain_loss_coefficients(domain_ids, counts, None, self.config.domain_loss, sampled_by_weight=True)
+            sample_weights = weights_from_coefficients(coefs, counts, loss.aggregation, loss.norm_num_tokens)
         return TrainBatch(
             prompt_ids=[list(s.prompt_token_ids or []) for s in samples],
             response_ids=[list(s.token_ids or []) for s in samples],
             advantages=advantages.tolist(),
-            domain_ids=[s.task.domain_id for s in samples],
+            domain_ids=domain_ids,
             old_logprobs=[list(s.logprobs or []) for s in samples],
+            sample_weights=sample_weights,
         )
 
     def domain_stats(self, groups: Sequence[Group]) -> dict[str, DomainStats]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from posttrain.tasks.base import task_id, task_rng
-from posttrain.types import DomainSpec, Task
+from posttrain.types import DomainSpec, Score, Task
 from posttrain.verify.configs import ExactConfig, VerifierConfig
 
 
@@ -29,3 +29,15 @@ class EchoFamily:
 
 def make_echo(alphabet: str = "abc") -> EchoFamily:
     return EchoFamily(alphabet)
+
+
+class StartsWithDigit:
+    """Rewards any response whose first visible character is a digit: trivially learnable."""
+
+    def score(self, task: Task, response: str) -> Score:
+        text = response.strip()
+        return Score.correct() if text[:1].isdigit() else Score.wrong()
+
+
+def make_starts_with_digit() -> StartsWithDigit:
+    return StartsWithDigit()
