@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from posttrain.config import ConfigError, StrictModel, apply_overrides, load_config
 
@@ -73,5 +73,5 @@ def test_override_indexes_lists() -> None:
 
 def test_config_models_are_frozen() -> None:
     config = Outer()
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         config.steps = 5  # type: ignore[misc]

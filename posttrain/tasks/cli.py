@@ -69,7 +69,7 @@ def _pool(args: argparse.Namespace) -> Any:
 def cmd_list(args: argparse.Namespace) -> int:
     registry, _ = _registry(args)
     specs = [s for s in registry.specs() if args.cls is None or s.cls == args.cls]
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "id": s.id,
             "class": s.cls,

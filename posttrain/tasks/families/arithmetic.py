@@ -9,7 +9,7 @@ side. Not here: word problems or non-integer maths (use JSONL datasets or reason
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field
 
@@ -19,6 +19,8 @@ from posttrain.types import LEVEL_DIFFICULTY, DomainSpec, Level, Task
 from posttrain.verify.configs import NumericConfig, VerifierConfig
 
 ArithmeticOp = Literal["add", "sub", "mul", "multistep"]
+_ALL_OPS: tuple[ArithmeticOp, ...] = get_args(ArithmeticOp)
+_ALL_LEVELS: tuple[Level, ...] = get_args(Level)
 
 # level -> (operand digits for add/sub, operand digits for mul, number of terms for multistep)
 _LEVEL_SHAPE: dict[str, tuple[int, int, int]] = {
@@ -32,9 +34,9 @@ _SYMBOL = {"add": "+", "sub": "-", "mul": "*"}
 class ArithmeticConfig(StrictModel):
     kind: Literal["arithmetic"] = "arithmetic"
     """Built-in integer arithmetic."""
-    ops: list[ArithmeticOp] = Field(default_factory=lambda: ["add", "sub", "mul", "multistep"])
+    ops: list[ArithmeticOp] = Field(default_factory=lambda: list(_ALL_OPS))
     """Which operations become domains."""
-    levels: list[Level] = Field(default_factory=lambda: ["easy", "medium", "hard"])
+    levels: list[Level] = Field(default_factory=lambda: list(_ALL_LEVELS))
     """Which difficulty levels become domains."""
 
 

@@ -8,7 +8,7 @@ normalisation. Levels scale the list length and value range.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field
 
@@ -18,6 +18,8 @@ from posttrain.types import LEVEL_DIFFICULTY, DomainSpec, Level, Task
 from posttrain.verify.configs import NormalizedConfig, NumericConfig, VerifierConfig
 
 ListOp = Literal["max", "sort", "dedupe", "sum"]
+_ALL_OPS: tuple[ListOp, ...] = get_args(ListOp)
+_ALL_LEVELS: tuple[Level, ...] = get_args(Level)
 
 # level -> (min length, max length, exclusive value bound)
 _SHAPE: dict[str, tuple[int, int, int]] = {"easy": (3, 4, 10), "medium": (5, 7, 20), "hard": (8, 12, 100)}
@@ -32,9 +34,9 @@ _PROMPT = {
 class ListsConfig(StrictModel):
     kind: Literal["lists"] = "lists"
     """Built-in list operations."""
-    ops: list[ListOp] = Field(default_factory=lambda: ["max", "sort", "dedupe", "sum"])
+    ops: list[ListOp] = Field(default_factory=lambda: list(_ALL_OPS))
     """Which operations become domains."""
-    levels: list[Level] = Field(default_factory=lambda: ["easy", "medium", "hard"])
+    levels: list[Level] = Field(default_factory=lambda: list(_ALL_LEVELS))
     """Which difficulty levels become domains."""
 
 

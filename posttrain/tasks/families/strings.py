@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 import string
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field
 
@@ -19,6 +19,8 @@ from posttrain.types import LEVEL_DIFFICULTY, DomainSpec, Level, Task
 from posttrain.verify.configs import ExactConfig, NumericConfig, VerifierConfig
 
 StringOp = Literal["reverse", "sort_chars", "caesar", "count_char"]
+_ALL_OPS: tuple[StringOp, ...] = get_args(StringOp)
+_ALL_LEVELS: tuple[Level, ...] = get_args(Level)
 
 _LENGTHS: dict[str, tuple[int, int]] = {"easy": (3, 4), "medium": (5, 7), "hard": (8, 12)}
 _MAX_SHIFT: dict[str, int] = {"easy": 1, "medium": 3, "hard": 13}
@@ -27,9 +29,9 @@ _MAX_SHIFT: dict[str, int] = {"easy": 1, "medium": 3, "hard": 13}
 class StringsConfig(StrictModel):
     kind: Literal["strings"] = "strings"
     """Built-in string transforms."""
-    ops: list[StringOp] = Field(default_factory=lambda: ["reverse", "sort_chars", "caesar", "count_char"])
+    ops: list[StringOp] = Field(default_factory=lambda: list(_ALL_OPS))
     """Which transforms become domains."""
-    levels: list[Level] = Field(default_factory=lambda: ["easy", "medium", "hard"])
+    levels: list[Level] = Field(default_factory=lambda: list(_ALL_LEVELS))
     """Which difficulty levels become domains."""
 
 
