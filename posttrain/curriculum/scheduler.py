@@ -10,14 +10,13 @@ step: their estimates keep their value but lose evidence. Not here: sampling tas
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from pydantic import ValidationError
 
-from posttrain.config import ConfigError, format_validation_error
+from posttrain.config import ConfigError, format_validation_error, load_plugin
 from posttrain.curriculum import rules
 from posttrain.curriculum.configs import (
     SCHEDULER_CONFIG_ADAPTER,
@@ -197,10 +196,6 @@ def _rule_for(cfg: Any, domains: Sequence[str]) -> rules.WeightRule:
 def _build_plugin(
     cfg: PluginSchedulerConfig, domains: Sequence[str], targets: Mapping[str, float] | None
 ) -> DomainScheduler:
-    module_name, _, attr = cfg.plugin.partition(":")
-    try:
-        factory = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"curriculum: cannot load plugin {cfg.plugin!r}: {exc}") from None
+    factory = load_plugin(cfg.plugin)
     scheduler: DomainScheduler = factory(domains=list(domains), targets=dict(targets or {}), options=cfg.options)
     return scheduler

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
-import importlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from posttrain.config import ConfigError, StrictModel, load_config
+from posttrain.config import ConfigError, StrictModel, load_config, load_plugin
 from posttrain.tasks.base import DomainFamily
 from posttrain.tasks.families.arithmetic import ArithmeticConfig, ArithmeticFamily
 from posttrain.tasks.families.jsonl import JsonlConfig, JsonlFamily
@@ -71,20 +70,6 @@ _BUILDERS: dict[type, Callable[[Any], DomainFamily]] = {
 def build_family(config: Any) -> DomainFamily:
     """Instantiate the family a config describes."""
     return _BUILDERS[type(config)](config)
-
-
-def load_plugin(spec: str) -> Any:
-    """Resolve `package.module:attr` to the object it names; failures are ConfigErrors."""
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise ConfigError(f"plugin {spec!r}: expected 'package.module:attr'")
-    try:
-        obj: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"plugin {spec!r}: {exc}") from None
-    return obj
 
 
 class DomainEntry(StrictModel):

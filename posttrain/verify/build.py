@@ -8,10 +8,10 @@ cannot be imported or does not produce a verifier; scoring never raises.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any
 
+from posttrain.config import load_plugin as resolve_plugin
 from posttrain.verify.base import Verifier
 from posttrain.verify.configs import (
     ExactConfig,
@@ -27,18 +27,9 @@ from posttrain.verify.math_equiv import MathVerifier
 from posttrain.verify.text import ExactVerifier, NormalizedVerifier, NumericVerifier
 
 
-def load_plugin(config: PluginVerifierConfig) -> Verifier:
+def load_plugin_verifier(config: PluginVerifierConfig) -> Verifier:
     """Import `package.module:attr`, call it with `params`, and check the result is a Verifier."""
-    module_name, sep, attr_path = config.plugin.partition(":")
-    if not sep or not module_name or not attr_path:
-        raise ValueError(f"plugin {config.plugin!r}: expected 'package.module:attr'")
-    try:
-        target: Any = importlib.import_module(module_name)
-        for part in attr_path.split("."):
-            target = getattr(target, part)
-    except (ImportError, AttributeError) as exc:
-        raise ValueError(f"plugin {config.plugin!r}: cannot load: {exc}") from None
-    verifier = target(**config.params)
+    verifier = resolve_plugin(config.plugin)(**config.params)
     if not isinstance(verifier, Verifier):
         raise ValueError(f"plugin {config.plugin!r}: returned {type(verifier).__name__}, not a Verifier")
     return verifier
@@ -50,7 +41,7 @@ _BUILDERS: dict[type, Callable[[Any], Verifier]] = {
     NumericConfig: NumericVerifier,
     MathConfig: MathVerifier,
     ReasoningGymConfig: ReasoningGymVerifier,
-    PluginVerifierConfig: load_plugin,
+    PluginVerifierConfig: load_plugin_verifier,
 }
 
 
