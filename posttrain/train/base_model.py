@@ -28,7 +28,7 @@ from posttrain.tasks.pool import TaskPool
 from posttrain.train.prompting import TINY_CHAT_TEMPLATE, render_prompt_ids
 from posttrain.types import Task
 
-BUILD_VERSION = 1
+BUILD_VERSION = 2
 """Bumped whenever the recipe changes, so stale cached models are not reused."""
 
 
@@ -101,23 +101,21 @@ def train_tokenizer(texts: Sequence[str], vocab_size: int) -> Any:
 
 
 def new_model(config: TinyBaseConfig, tokenizer: Any) -> Any:
-    from transformers import Qwen2Config, Qwen2ForCausalLM
+    """A randomly initialised Qwen2 of the recipe's shape over the tokenizer's vocabulary."""
+    from posttrain.train.models import TinyModelConfig, tiny_random
 
-    torch.manual_seed(config.seed)
-    model_config = Qwen2Config(
+    assert (tokenizer.pad_token_id, tokenizer.eos_token_id) == (0, 1), "tiny_random's special ids"
+    shape = TinyModelConfig(
         vocab_size=len(tokenizer),
         hidden_size=config.hidden_size,
+        num_layers=config.num_layers,
+        num_heads=config.num_heads,
+        num_kv_heads=config.num_kv_heads,
         intermediate_size=config.intermediate_size,
-        num_hidden_layers=config.num_layers,
-        num_attention_heads=config.num_heads,
-        num_key_value_heads=config.num_kv_heads,
-        max_position_embeddings=512,
-        tie_word_embeddings=True,
-        bos_token_id=tokenizer.eos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
+        max_positions=512,
+        seed=config.seed,
     )
-    return Qwen2ForCausalLM(model_config)
+    return tiny_random(shape)
 
 
 def sft_batch(tokenizer: Any, tasks: Sequence[Task]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
