@@ -8,9 +8,9 @@ loss clip range, learning rate, micro-batch size and torch threads; no KL term, 
 The posttrain side is the real loop (`posttrain.train.loop.train`) with filtering off and evaluation cut
 to the minimum; its rate comes from the per-step wall times in `metrics.jsonl`. The TRL side times
 optimiser steps with a callback. On both sides the first step is a warm-up and is not timed, and
-model loading and evaluation are outside the timed span. Rounds alternate the two sides; the report
-gives per-round rates, their medians and the ratio of the medians, plus the load average before and
-after (the figures are only comparable within one run). Writes `DIR/pipeline.json`.
+model loading and evaluation are outside the timed span. Each round runs both sides, which one goes
+first alternating; the report gives per-round rates, their medians and the ratio of the medians, plus
+the load average before and after (the figures are only comparable within one run). Writes `DIR/pipeline.json`.
 Not measured: learning progress (a random model earns almost no reward), GPU behaviour, or memory.
 """
 
@@ -59,7 +59,7 @@ class PipelineSettings(StrictModel):
     """Untimed steps at the start of each side's run."""
     steps: int = 16
     """Timed steps per side and round."""
-    rounds: int = 3
+    rounds: int = 5
     """posttrain/TRL alternations; the medians over rounds are reported."""
     vocab_size: int = 384
     """Tokenizer (and model) vocabulary."""
@@ -210,6 +210,12 @@ def run_trl(settings: PipelineSettings, model_dir: Path, pool: Any, out_dir: Pat
     return rate_from_step_times(ends_s, settings.samples_per_step, settings.warmup_steps)
 
 
+def run_side(name: str, settings: PipelineSettings, model_dir: Path, pool: Any, run_dir: Path) -> dict[str, Any]:
+    if name == "posttrain":
+        return run_posttrain(settings, model_dir, run_dir)
+    return run_trl(settings, model_dir, pool, run_dir)
+
+
 def run_rounds(settings: PipelineSettings, work_dir: Path) -> dict[str, Any]:
     """Alternate the two sides `rounds` times on one saved model; per-round rates and medians."""
     import torch
@@ -224,9 +230,11 @@ def run_rounds(settings: PipelineSettings, work_dir: Path) -> dict[str, Any]:
     rounds: list[dict[str, Any]] = []
     for index in range(settings.rounds):
         print(f"[bench pipeline] round {index + 1}/{settings.rounds}", file=sys.stderr, flush=True)
-        posttrain = run_posttrain(settings, model_dir, work_dir / f"posttrain_{index}")
-        trl = run_trl(settings, model_dir, pool, work_dir / f"trl_{index}")
-        rounds.append({"posttrain": posttrain, "trl": trl,
+        # Alternate which side goes first so a slow drift in machine load biases neither side.
+        order = ["posttrain", "trl"] if index % 2 == 0 else ["trl", "posttrain"]
+        results = {name: run_side(name, settings, model_dir, pool, work_dir / f"{name}_{index}") for name in order}
+        posttrain, trl = results["posttrain"], results["trl"]
+        rounds.append({"first": order[0], "posttrain": posttrain, "trl": trl,
                        "ratio": posttrain["samples_per_s"] / trl["samples_per_s"]})
     ours = statistics.median(r["posttrain"]["samples_per_s"] for r in rounds)
     theirs = statistics.median(r["trl"]["samples_per_s"] for r in rounds)
