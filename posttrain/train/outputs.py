@@ -31,6 +31,9 @@ class Outputs:
         self._metrics = (run_dir / "metrics.jsonl").open("a", encoding="utf-8")
         self._tb = _tensorboard(run_dir)
         self._start_s = time.perf_counter()
+        self._last_s = self._start_s
+        self._train_s = 0.0
+        """Wall time spent in training steps (evaluations excluded)."""
         self._num_samples = 0
         self._progress = _Progress(config.steps)
 
@@ -44,11 +47,14 @@ class Outputs:
         infra_failures: int,
     ) -> None:
         self._num_samples += sum(s.n for s in stats.values())
-        elapsed_s = time.perf_counter() - self._start_s
-        row: dict[str, Any] = {"step": step + 1, "elapsed_s": round(elapsed_s, 3)}
+        now = time.perf_counter()
+        self._train_s += now - self._last_s
+        self._last_s = now
+        row: dict[str, Any] = {"step": step + 1, "elapsed_s": round(now - self._start_s, 3)}
         row.update({k: float(v) for k, v in metrics.items()})
         row.update({f"filter/{k}": v for k, v in report.items()})
-        row["samples_per_s"] = self._num_samples / max(elapsed_s, 1e-9)
+        row["train_s"] = round(self._train_s, 3)
+        row["samples_per_s"] = self._num_samples / max(self._train_s, 1e-9)
         row["infra_failures"] = infra_failures
         total = sum(s.n for s in stats.values())
         row["reward"] = sum(s.mean_reward * s.n for s in stats.values()) / max(total, 1)
@@ -71,6 +77,7 @@ class Outputs:
     def write_eval(self, label: str, result: dict[str, DomainEval]) -> None:
         doc = {d: r.to_dict() for d, r in result.items()}
         (self.run_dir / f"eval_{label}.json").write_text(json.dumps(doc, indent=2))
+        self._last_s = time.perf_counter()  # evaluation time is not training time
 
     def read_eval(self, label: str) -> dict[str, DomainEval]:
         doc = json.loads((self.run_dir / f"eval_{label}.json").read_text())
