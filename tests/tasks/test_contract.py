@@ -61,7 +61,10 @@ def test_generation_is_deterministic_under_seed(kind: str) -> None:
         assert a == b
 
 
-@pytest.mark.parametrize("kind", ["arithmetic", "strings", "lists", "jsonl", "plugin"])
+@pytest.mark.parametrize(
+    "kind",
+    ["arithmetic", "strings", "lists", "jsonl", "plugin", pytest.param("reasoning_gym", marks=pytest.mark.slow)],
+)
 def test_no_train_eval_overlap_over_10k_samples(kind: str) -> None:
     pool = pool_for(kind)
     ids = pool.registry.ids()
