@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 BENCHMARKS: dict[str, str] = {
@@ -32,3 +35,16 @@ def _run(args: argparse.Namespace) -> int:
         module = importlib.import_module(BENCHMARKS[name])
         worst = max(worst, int(module.main(list(args.rest)) or 0))
     return worst
+
+
+def emit_report(
+    report: dict[str, Any], out_dir: str | Path, filename: str, as_json: bool, show: Callable[[Any], None]
+) -> None:
+    """Write `report` to `out_dir/filename` and print it (JSON, or `show` for people)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / filename).write_text(json.dumps(report, indent=2))
+    if as_json:
+        print(json.dumps(report, indent=2))
+    else:
+        show(report)

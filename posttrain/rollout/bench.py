@@ -10,14 +10,14 @@ JSON) so a run takes a few minutes on two cores. Writes `DIR/rollout.json` (defa
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
+
+from posttrain.bench_cli import emit_report
 
 MODELS: dict[str, dict[str, Any]] = {
     "small": {"vocab_size": 8192, "hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 5,
@@ -134,13 +134,7 @@ def main(argv: list[str]) -> int:
         report["results"][name] = results
         report["targets"][name] = targets(results)
     report["total_wall_s"] = time.perf_counter() - start
-    out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "rollout.json").write_text(json.dumps(report, indent=2))
-    if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        _print_table(report)
+    emit_report(report, args.out, "rollout.json", args.json, _print_table)
     return 0
 
 

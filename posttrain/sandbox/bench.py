@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import platform
 import statistics
@@ -22,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from posttrain.bench_cli import emit_report
 from posttrain.sandbox.host import SANDBOX_HOST_UID, host_features
 from posttrain.sandbox.pool import SandboxPool
 from posttrain.sandbox.sandbox import SPARES, Sandbox, run_sync
@@ -265,11 +265,5 @@ def main(argv: list[str]) -> int:
         print("sandbox benchmark skipped: bubblewrap is not usable on this host")
         return 0
     report = run_all(args.quick)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "sandbox.json").write_text(json.dumps(report, indent=2))
-    if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        print_table(report)
+    emit_report(report, args.out, "sandbox.json", args.json, print_table)
     return 0

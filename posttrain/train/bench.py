@@ -31,6 +31,7 @@ from typing import Any
 
 from pydantic import Field
 
+from posttrain.bench_cli import emit_report
 from posttrain.config import StrictModel
 
 
@@ -290,13 +291,7 @@ def main(argv: list[str]) -> int:
         report.update(run_rounds(settings, Path(tmp)))
     report["load_avg_end"] = os.getloadavg()
     report["total_wall_s"] = time.perf_counter() - start
-    out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "pipeline.json").write_text(json.dumps(report, indent=2))
-    if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        _print_summary(report)
+    emit_report(report, args.out, "pipeline.json", args.json, _print_summary)
     return 0
 
 
