@@ -16,7 +16,7 @@ from posttrain.algo.losses import (
     log_importance_ratio,
     policy_loss,
 )
-from posttrain.algo.weights import domain_sample_weights, weights_from_coefficients
+from posttrain.algo.weights import weights_from_coefficients
 
 __all__ = [
     "Aggregation",
@@ -26,7 +26,6 @@ __all__ = [
     "RatioLevel",
     "aggregate",
     "clipped_surrogate",
-    "domain_sample_weights",
     "entropy_from_logits",
     "group_advantages",
     "kl_k1",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Literal
 
 from posttrain.config import ConfigError
@@ -34,8 +35,8 @@ class TaskPool:
         self.registry = registry
         self.seed = seed
         self.eval_fraction = eval_fraction
-        self._finite_split: dict[tuple[str, str], list[int]] = {}
-        self._ids: dict[str, dict[str, int]] = {}
+        self._catalogue: dict[str, _Catalogue] = {}
+        """Finite domains only, enumerated once on first need."""
         self.num_generation_failures = 0
 
     def split_of(self, task: Task) -> Split:
@@ -118,17 +119,26 @@ class TaskPool:
         return {spec.id: spec.size for spec in self.registry.specs()}
 
     def _indices(self, domain: Domain, split: Split) -> list[int]:
-        key = (domain.spec.id, split)
-        if key not in self._finite_split:
-            spec = domain.spec
-            assert spec.size is not None
-            tasks = (domain.family.task(spec, i, self.seed) for i in range(spec.size))
-            self._finite_split[key] = [i for i, t in enumerate(tasks) if self.split_of(t) == split]
-        return self._finite_split[key]
+        return self._entries(domain).by_split[split]
 
     def _id_index(self, domain: Domain) -> dict[str, int]:
+        return self._entries(domain).by_id
+
+    def _entries(self, domain: Domain) -> _Catalogue:
         spec = domain.spec
-        if spec.id not in self._ids:
-            tasks = (domain.family.task(spec, i, self.seed) for i in range(spec.size or 0))
-            self._ids[spec.id] = {t.id: i for i, t in enumerate(tasks)}
-        return self._ids[spec.id]
+        if spec.id not in self._catalogue:
+            catalogue = _Catalogue(by_id={}, by_split={"train": [], "eval": []})
+            for index in range(spec.size or 0):
+                task = domain.family.task(spec, index, self.seed)
+                catalogue.by_id[task.id] = index
+                catalogue.by_split[self.split_of(task)].append(index)
+            self._catalogue[spec.id] = catalogue
+        return self._catalogue[spec.id]
+
+
+@dataclass(frozen=True)
+class _Catalogue:
+    """A finite domain enumerated once: index by task id, and indices per split."""
+
+    by_id: dict[str, int]
+    by_split: dict[str, list[int]]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -106,26 +107,25 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from posttrain.tasks.pool import TaskPool
     from posttrain.tasks.registry import DomainRegistry
     from posttrain.train.base_model import resolve_model
+    from posttrain.train.config import RewardConfig
     from posttrain.train.models import ModelConfig
-    from posttrain.train.stages import make_engine
-    from posttrain.verify import RunnerConfig, VerifierRunner
+    from posttrain.train.stages import RewardStage, make_engine
 
     torch.set_num_threads(2)
     config = _eval_config(args.domains or "quickstart")
     preset = args.model if args.model in ("tiny", "smollm2-135m") else None
     model_config = ModelConfig(preset=preset) if preset else ModelConfig(path=args.model)
-    model, tokenizer = resolve_model(model_config, config.tiny_base, config.domains, print)
+    model, tokenizer = resolve_model(model_config, config.tiny_base, config.domains, _log_stderr)
     registry = DomainRegistry.from_config(config.domains)
     pool = TaskPool(registry, seed=config.domains.seed, eval_fraction=config.domains.eval_fraction)
-    with VerifierRunner(RunnerConfig(num_workers=2)) as runner:
-
-        def score(pairs: Any) -> Any:
-            return runner.score_batch([(t, r, registry.get(t.domain_id).verifier) for t, r in pairs])
-
+    reward = RewardStage(pool, RewardConfig(), seed=0)
+    try:
         result = evaluate(
-            make_engine(args.backend, model), tokenizer, pool, registry.ids(), score,
+            make_engine(args.backend, model), tokenizer, pool, registry.ids(), reward.score_pairs,
             num_tasks=args.tasks_per_domain, max_new_tokens=args.max_new_tokens,
         )
+    finally:
+        reward.close()
     rows = [r.to_dict() for r in result.values()]
     if args.json:
         print(json.dumps({"model": args.model, "domains": rows}))
@@ -140,6 +140,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
         table.add_row(r["domain_id"], str(r["num_tasks"]), f"{r['mean_reward']:.3f}", f"{r['pass_rate']:.3f}")
     Console().print(table)
     return 0
+
+
+def _log_stderr(message: str) -> None:
+    """Progress messages go to stderr so `--json` output stays parseable."""
+    print(message, file=sys.stderr)
 
 
 def _eval_config(name: str) -> Any:

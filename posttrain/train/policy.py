@@ -55,7 +55,7 @@ class TrainBatch:
     old_logprobs: list[list[float]] | None = None
     """Per-token log-probabilities under the sampling policy; None -> computed before the first epoch."""
     sample_weights: list[float] | None = None
-    """Per-sample loss weights (e.g. `posttrain.algo.domain_sample_weights`); None -> all 1."""
+    """Per-sample loss weights (e.g. `posttrain.algo.weights_from_coefficients`); None -> all 1."""
 
     def __len__(self) -> int:
         return len(self.prompt_ids)

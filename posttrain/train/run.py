@@ -33,7 +33,7 @@ from posttrain.train.config import TrainConfig
 from posttrain.train.outputs import Outputs
 from posttrain.train.policy import PolicyTrainer, TrainBatch
 from posttrain.train.stages import Group, RewardStage, RolloutStage, make_engine
-from posttrain.types import Score, Task
+from posttrain.types import Task
 
 
 class Run:
@@ -163,7 +163,7 @@ class Run:
             self.tokenizer,
             self.pool,
             self.domain_ids,
-            self._score_pairs,
+            self.reward.score_pairs,
             num_tasks=cfg.tasks_per_domain,
             max_new_tokens=cfg.max_new_tokens,
             system_prompt=self.config.rollout.system_prompt,
@@ -173,10 +173,6 @@ class Run:
 
     def saved_eval(self, label: str) -> dict[str, DomainEval]:
         return self.outputs.read_eval(label)
-
-    def _score_pairs(self, pairs: Sequence[tuple[Task, str]]) -> list[Score]:
-        items = [(t, r, self.pool.registry.get(t.domain_id).verifier) for t, r in pairs]
-        return self.reward.runner.score_batch(items)
 
     def save(self, step: int) -> None:
         extra = {

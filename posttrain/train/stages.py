@@ -119,11 +119,15 @@ class RewardStage:
             group.samples = [s for s, _ in kept]
             group.scores = [sc for _, sc in kept]
 
+    def score_pairs(self, pairs: Sequence[tuple[Task, str]]) -> list[Score]:
+        """Grade (task, response) pairs with the domains' verifiers (evaluation: never the control coin)."""
+        items = [(t, r, self.pool.registry.get(t.domain_id).verifier) for t, r in pairs]
+        return self.runner.score_batch(items)
+
     def _grade(self, samples: Sequence[Sample]) -> list[Score]:
         if self.config.mode == "random":
             return [_coin(self.rng) for _ in samples]
-        items = [(s.task, s.response, self.pool.registry.get(s.task.domain_id).verifier) for s in samples]
-        return self.runner.score_batch(items)
+        return self.score_pairs([(s.task, s.response) for s in samples])
 
     def close(self) -> None:
         self.runner.close()
