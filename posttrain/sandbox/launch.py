@@ -2,7 +2,9 @@
 
 A sandboxed process starts as `/bin/sh -c GATE sh CMD...`: the gate joins the sandbox's cgroups and sets
 the rlimits before anything untrusted exists, then execs (setpriv ->) bwrap -> the program or the
-supervisor. Processes are started with `posix_spawn`, so a large host process is never forked.
+supervisor. A one-shot run normally finds that chain already started and waiting (`parked.py`), so the
+gate, the uid drop and the cgroup join are off its critical path. Processes are started with
+`posix_spawn`, so a large host process is never forked.
 Guarantees: the sandbox gets exactly the environment built here (no host variable leaks in unless
 allow-listed); `classify` maps a raw outcome to exactly one status and reports `sandbox_error` only for
 infrastructure failures. Not here: the persistent supervisor protocol (`session.py`).
@@ -18,7 +20,7 @@ import shlex
 import signal
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from posttrain.sandbox.cgroups import CgroupGroup
 from posttrain.sandbox.host import HostFeatures
@@ -28,10 +30,13 @@ from posttrain.sandbox.spec import ExecResult, SandboxSpec
 from posttrain.sandbox.supervisor import collect
 from posttrain.sandbox.workspace import Workspace
 
+if TYPE_CHECKING:
+    from posttrain.sandbox.parked import Parked
+
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 INNER_WORKDIR = "/workspace"
 SUPERVISOR_MOUNT = "/.sandbox/supervisor.py"
-SEC_FD, STATUS_FD = 3, 4
+SEC_FD, STATUS_FD, ARGS_FD = 3, 4, 5
 SUPERVISOR_SLACK_MB = 32
 """Memory the supervisor and bwrap may use on top of the program's budget."""
 
@@ -46,6 +51,10 @@ class Context:
     workspace: Workspace
     cgroup: CgroupGroup | None
     rootfs: Rootfs | None
+    parked: Parked | None = None
+    """A one-shot launcher already started for this context (taken by the next one-shot run)."""
+    ran_oneshot: bool = False
+    """Whether a one-shot run used this context (then a launcher is parked for it when it is recycled)."""
 
     @property
     def isolated(self) -> bool:
@@ -93,7 +102,15 @@ def gate_script(cgroup: CgroupGroup | None, limits: list[tuple[str, int, int]]) 
 def bwrap_argv(
     ctx: Context, command: list[str], persistent: bool, extra_binds: tuple[str, ...] = ()
 ) -> list[str]:
-    features, _spec = ctx.features, ctx.spec
+    argv = bwrap_options(ctx, persistent, extra_binds)
+    if not persistent:
+        argv += setenv_args(program_env(ctx))
+    return [*argv, "--", *command]
+
+
+def bwrap_options(ctx: Context, persistent: bool, extra_binds: tuple[str, ...] = ()) -> list[str]:
+    """(setpriv ->) bwrap with every isolation option, up to but excluding the environment and command."""
+    features = ctx.features
     assert features.bwrap is not None and ctx.rootfs is not None
     argv: list[str] = []
     if features.run_as_uid is not None and features.setpriv:
@@ -112,10 +129,11 @@ def bwrap_argv(
         argv += ["--seccomp", str(SEC_FD)]
     if persistent:
         argv += ["--as-pid-1"]
-    else:
-        for key, value in program_env(ctx).items():
-            argv += ["--setenv", key, value]
-    return [*argv, "--", *command]
+    return argv
+
+
+def setenv_args(env: dict[str, str]) -> list[str]:
+    return [arg for key, value in env.items() for arg in ("--setenv", key, value)]
 
 
 @dataclass
@@ -125,15 +143,22 @@ class Spawned:
     stdout: int
     stderr: int
     status: int | None  # read end of bwrap's --json-status-fd
+    args: int | None = None  # write end of bwrap's --args pipe (parked launchers only)
 
 
-def spawn(ctx: Context, argv: list[str], limits: list[tuple[str, int, int]], env: dict[str, str]) -> Spawned:
-    """posix_spawn the gate with fresh pipes on 0/1/2 (+ seccomp and status fds for bwrap)."""
+def spawn(
+    ctx: Context,
+    argv: list[str],
+    limits: list[tuple[str, int, int]],
+    env: dict[str, str],
+    args_pipe: bool = False,
+) -> Spawned:
+    """posix_spawn the gate with fresh pipes on 0/1/2 (+ seccomp, status and optionally args fds for bwrap)."""
     pipes = [os.pipe() for _ in range(3)]
     child_ends = [pipes[0][0], pipes[1][1], pipes[2][1]]
     actions: list[tuple[Any, ...]] = [(os.POSIX_SPAWN_DUP2, fd, i) for i, fd in enumerate(child_ends)]
     extra: list[int] = []
-    status_r = None
+    status_r = args_w = None
     if ctx.isolated:
         sec_r, sec_w = os.pipe()
         bpf = build_filter(deny_inet=ctx.spec.network == "none")
@@ -142,6 +167,10 @@ def spawn(ctx: Context, argv: list[str], limits: list[tuple[str, int, int]], env
         status_r, status_w = os.pipe()
         actions += [(os.POSIX_SPAWN_DUP2, sec_r, SEC_FD), (os.POSIX_SPAWN_DUP2, status_w, STATUS_FD)]
         extra = [sec_r, status_w]
+    if args_pipe:
+        args_r, args_w = os.pipe()
+        actions.append((os.POSIX_SPAWN_DUP2, args_r, ARGS_FD))
+        extra.append(args_r)
     script = gate_script(ctx.cgroup, limits)
     if not ctx.isolated:
         script = f"cd {shlex.quote(str(ctx.workspace.work))} || exit 125\n" + script
@@ -154,7 +183,7 @@ def spawn(ctx: Context, argv: list[str], limits: list[tuple[str, int, int]], env
     finally:
         for fd in [*child_ends, *extra]:
             os.close(fd)
-    return Spawned(pid, pipes[0][1], pipes[1][0], pipes[2][0], status_r)
+    return Spawned(pid, pipes[0][1], pipes[1][0], pipes[2][0], status_r, args_w)
 
 
 def read_status(fd: int | None) -> dict[str, Any]:
@@ -187,10 +216,13 @@ def run_oneshot(
     With `wait_empty` the cgroup is confirmed empty before returning; without, stragglers are only
     signalled (the caller discards or re-verifies the group).
     """
-    limits = rlimits(ctx.spec)
-    env = program_env(ctx) if not ctx.isolated else {"PATH": SANDBOX_PATH}
-    command = bwrap_argv(ctx, argv, persistent=False) if ctx.isolated else argv
-    proc = spawn(ctx, command, limits, env)
+    ctx.ran_oneshot = True
+    launcher, ctx.parked = ctx.parked, None
+    proc = launcher.go(ctx, argv) if launcher is not None else None
+    if proc is None:
+        env = program_env(ctx) if not ctx.isolated else {"PATH": SANDBOX_PATH}
+        command = bwrap_argv(ctx, argv, persistent=False) if ctx.isolated else argv
+        proc = spawn(ctx, command, rlimits(ctx.spec), env)
     request = {"timeout_s": timeout_s, "max_output": ctx.spec.max_output_bytes,
                "output_limit": ctx.spec.output_limit_mb << 20}  # fmt: skip
 

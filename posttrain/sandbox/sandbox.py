@@ -13,10 +13,8 @@ Not here: pooling (`pool.py`).
 from __future__ import annotations
 
 import asyncio
-import atexit
 import itertools
 import shutil
-import threading
 import time
 import warnings
 from collections.abc import Generator, Sequence
@@ -26,12 +24,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from posttrain.sandbox.cgroups import CgroupGroup, Limits
+from posttrain.sandbox.cgroups import Limits
 from posttrain.sandbox.host import backend_for, host_features
 from posttrain.sandbox.images import resolve
 from posttrain.sandbox.launch import Context, cgroup_memory_bytes, classify, run_oneshot
 from posttrain.sandbox.session import Session, SessionError
-from posttrain.sandbox.snapshots import Tracker
+from posttrain.sandbox.spares import Spares
 from posttrain.sandbox.spec import ExecResult, SandboxSpec, sandbox_error
 from posttrain.sandbox.workspace import Workspace, state_base
 
@@ -64,71 +62,10 @@ class Snapshot:
             shutil.rmtree(self.path, ignore_errors=True)
 
 
-class _Spares:
-    """Emptied workspaces and cgroups kept for the next sandbox: skips mount/umount and mkdir/rmdir.
-
-    A spare is only kept after its cgroup was confirmed empty and its workspace emptied, so a new
-    sandbox never sees anything of an old one; spares are removed at exit (or by the stale sweep).
-    """
-
-    MAX = 8
-
-    def __init__(self) -> None:
-        self.items: list[tuple[Workspace, CgroupGroup | None]] = []
-        self.lock = threading.Lock()
-        atexit.register(self.drain)
-
-    def take(
-        self, size_mb: int, owner: int, want_cgroup: bool
-    ) -> tuple[Workspace, CgroupGroup | None] | None:
-        with self.lock:
-            for index, (space, group) in enumerate(self.items):
-                if (space.size_mb, space.owner_uid, group is not None) == (size_mb, owner, want_cgroup):
-                    found = self.items.pop(index)
-                    break
-            else:
-                return None
-        if found[1] is not None:
-            found[1].kill_all()  # stragglers were only signalled when it was given back; confirm empty
-        return found
-
-    def give(self, space: Workspace, group: CgroupGroup | None) -> None:
-        if space.parents or (space.layers is not None and space.layers.pins):
-            _discard(space, group)  # shares layers with other sandboxes: not reusable
-            return
-        try:
-            if group is not None:
-                group.kill_all(timeout_s=0.0)
-            space.reset()
-            space.tracker = Tracker()
-        except OSError:
-            _discard(space, group)
-            return
-        with self.lock:
-            if len(self.items) < self.MAX:
-                self.items.append((space, group))
-                return
-        _discard(space, group)
-
-    def drain(self) -> None:
-        with self.lock:
-            items, self.items = self.items, []
-        for space, group in items:
-            _discard(space, group)
+SPARES = Spares(EXECUTOR)
 
 
-def _discard(space: Workspace, group: CgroupGroup | None) -> None:
-    try:
-        if group is not None:
-            group.close()
-    finally:
-        space.close()
-
-
-SPARES = _Spares()
-
-
-def _build_context(spec: SandboxSpec) -> Context:
+def _build_context(spec: SandboxSpec, oneshot: bool = False) -> Context:
     backend, reason = backend_for(spec.backend, spec.require_isolation)
     if backend is None:
         raise SandboxUnavailable(reason)
@@ -142,14 +79,15 @@ def _build_context(spec: SandboxSpec) -> Context:
     limits = Limits(cgroup_memory_bytes(spec), spec.pids + PIDS_SLACK, spec.cpus)
     spare = SPARES.take(spec.disk_mb, owner, features.cgroups is not None)
     if spare is not None:
-        workspace, cgroup = spare
+        if not oneshot or backend != "bwrap":
+            spare.drop_launcher()  # a persistent sandbox's supervisor must be alone in the cgroup
         try:
-            if cgroup is not None:
-                cgroup.set_limits(limits)
+            if spare.cgroup is not None:
+                spare.cgroup.set_limits(limits)
         except OSError:
-            _discard(workspace, cgroup)
+            spare.discard()
             raise
-        return Context(spec, backend, features, workspace, cgroup, rootfs)
+        return Context(spec, backend, features, spare.workspace, spare.cgroup, rootfs, spare.parked)
     workspace = Workspace.create(spec.disk_mb, owner)
     try:
         cgroup = features.cgroups.create(limits) if features.cgroups is not None else None
@@ -159,8 +97,8 @@ def _build_context(spec: SandboxSpec) -> Context:
     return Context(spec, backend, features, workspace, cgroup, rootfs)
 
 
-def _release_context(ctx: Context) -> None:
-    SPARES.give(ctx.workspace, ctx.cgroup)
+def _release_context(ctx: Context, background: bool = False) -> None:
+    SPARES.give(ctx, background)
 
 
 def _place_files(workspace: Workspace, files: dict[str, str | bytes]) -> None:
@@ -302,7 +240,7 @@ class Sandbox:
     async def fork(self, snap: Snapshot | None = None) -> Sandbox:
         """A new sandbox with the same spec whose workspace starts as `snap` (default: a fresh snapshot)."""
         snap = snap or await self.snapshot()
-        child = Sandbox(await _in_thread(_build_context, self.spec), self.persistent)
+        child = Sandbox(await _in_thread(_build_context, self.spec, not self.persistent), self.persistent)
         try:
             await child._open(seed=snap)
         except BaseException:
@@ -353,7 +291,7 @@ class _Opening:
         self.sandbox: Sandbox | None = None
 
     async def _make(self) -> Sandbox:
-        sandbox = Sandbox(await _in_thread(_build_context, self.spec), self.persistent)
+        sandbox = Sandbox(await _in_thread(_build_context, self.spec, not self.persistent), self.persistent)
         try:
             await sandbox._open()
         except SessionError as exc:
@@ -393,7 +331,7 @@ def run_sync(
     spec = spec or SandboxSpec()
     start = time.monotonic()
     try:
-        ctx = _build_context(spec)
+        ctx = _build_context(spec, oneshot=True)
     except SandboxUnavailable:
         raise
     except Exception as exc:  # noqa: BLE001
@@ -407,4 +345,5 @@ def run_sync(
     except Exception as exc:  # noqa: BLE001
         return sandbox_error(f"{type(exc).__name__}: {exc}", (time.monotonic() - start) * 1000)
     finally:
-        _release_context(ctx)
+        # The recycle (and parking the next launcher) must not delay the result.
+        _release_context(ctx, background=True)

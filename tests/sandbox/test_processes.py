@@ -215,17 +215,20 @@ def test_all_capabilities_are_dropped() -> None:
     assert len(values) == 4 and set(values) == {"0000000000000000"}
 
 
-def _sandbox_uid_processes() -> int:
+def _sandbox_uid_processes(owner: int) -> int:
+    """Processes running as the sandbox uid in cgroups of the host process `owner` (others may run sandboxes too)."""
     from pathlib import Path
 
     uid = host_features().run_as_uid
+    marker = f"posttrain-sandbox-{owner}/"
     count = 0
-    for status in Path("/proc").glob("[0-9]*/status"):
+    for proc in Path("/proc").glob("[0-9]*"):
         try:
-            line = next(x for x in status.read_text().splitlines() if x.startswith("Uid:"))
+            line = next(x for x in (proc / "status").read_text().splitlines() if x.startswith("Uid:"))
+            cgroups = (proc / "cgroup").read_text()
         except (OSError, StopIteration):
             continue
-        count += int(line.split()[1]) == uid
+        count += int(line.split()[1]) == uid and marker in cgroups
     return count
 
 
@@ -236,18 +239,18 @@ def test_sandbox_dies_with_the_host_process() -> None:
 
     from posttrain.sandbox.workspace import state_base, sweep_stale
 
-    if host_features().run_as_uid is None:
-        return
+    if host_features().run_as_uid is None or host_features().cgroups is None:
+        return  # processes are told apart by their cgroup
     script = "from posttrain.sandbox import run_sync, SandboxSpec\nrun_sync(['sleep', '60'], SandboxSpec(timeout_s=120))"
     host = subprocess.Popen([sys.executable, "-c", script])
     deadline = time.monotonic() + 20
-    while _sandbox_uid_processes() == 0 and time.monotonic() < deadline:
+    while _sandbox_uid_processes(host.pid) == 0 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _sandbox_uid_processes() > 0  # the sandboxed sleep is running
+    assert _sandbox_uid_processes(host.pid) > 0  # the sandboxed sleep is running
     host.kill()
     host.wait()
     deadline = time.monotonic() + 5
-    while _sandbox_uid_processes() and time.monotonic() < deadline:
+    while _sandbox_uid_processes(host.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _sandbox_uid_processes() == 0  # --die-with-parent took the whole sandbox down
+    assert _sandbox_uid_processes(host.pid) == 0  # --die-with-parent took the whole sandbox down
     sweep_stale(state_base())  # the killed process's tmpfs; its cgroup is swept by the next process start
