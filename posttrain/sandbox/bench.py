@@ -31,6 +31,10 @@ from posttrain.sandbox.workspace import state_base
 BARE_PY = os.path.realpath("/usr/bin/python3") if os.path.exists("/usr/bin/python3") else "python3"
 PASS = ["python3", "-c", "pass"]
 PRINT1 = ["python3", "-c", "print(1)"]
+SETTLE_S = 0.01
+"""Untimed pause before every timing: lets a side's background work (a one-shot run's recycle and next
+launcher, the supervisor's next prepared child, about 1-3 ms of CPU) finish so it never overlaps a
+timing of the other side."""
 TARGETS = {"cold_oneshot_ratio_p50": 1.5, "pooled_overhead_ms_p50": 3.0, "throughput_ratio": 0.7,
            "snapshot_ms_p50": 10.0, "restore_ms_p50": 10.0}  # fmt: skip
 
@@ -84,9 +88,14 @@ def _interleaved(
     return a, b
 
 
+def _settle() -> None:
+    SPARES.settle()
+    time.sleep(SETTLE_S)
+
+
 def cold(spec: SandboxSpec, n: int) -> dict[str, float]:
     oneshot = lambda: _checked(run_sync(PASS, spec))  # noqa: E731
-    bare_s, oneshot_s = _interleaved(lambda: bare(PASS), oneshot, n, SPARES.settle)
+    bare_s, oneshot_s = _interleaved(lambda: bare(PASS), oneshot, n, _settle)
     # Back to back: each run also waits for the previous one's recycle, as a tight loop of scripts would.
     bare_b2b, oneshot_b2b = _interleaved(lambda: bare(PASS), oneshot, n)
 
@@ -126,7 +135,9 @@ def pooled(spec: SandboxSpec, n: int) -> dict[str, float]:
         async with SandboxPool(spec, size=1) as pool:
             await pool.run(PASS)
             for _ in range(n):
+                await asyncio.sleep(SETTLE_S)
                 bare_s += _time(lambda: bare(PASS), 1)
+                await asyncio.sleep(SETTLE_S)
                 pool_s += await _atime(lambda: _acheck(pool.run(PASS)), 1)
         return bare_s, pool_s
 

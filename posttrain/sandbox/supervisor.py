@@ -1,19 +1,22 @@
 """In-sandbox supervisor and the shared program runner (standard library only).
 
 This file runs in two places. Inside a bubblewrap sandbox it is PID 1 of the sandbox's PID namespace
-(`python3 -I -S supervisor.py`): it reads run requests from fd 0, forks and execs each program with
-its rlimits, collects head+tail output, enforces the wall timeout, then kills every other process in
-the namespace and reaps them all before it answers on fd 1. As PID 1 it cannot be signalled from inside
-the namespace, and it marks itself non-dumpable so sandboxed code cannot read or write its memory.
-On the host, `collect` is reused to drive one-shot and `local` runs.
+(`python3 -I -S supervisor.py`): it reads run requests from fd 0, execs each program in a child that
+was forked and given its rlimits after the previous run (`Prepared`), collects head+tail output,
+enforces the wall timeout, then kills every other process in the namespace and reaps them all before
+it answers on fd 1. As PID 1 it cannot be signalled from inside the namespace, and it marks itself
+non-dumpable so sandboxed code cannot read or write its memory. On the host, `collect` is reused to
+drive one-shot and `local` runs.
 
-Guarantees: after a reply, no process of the run is left (everything else in the namespace is killed and
-reaped); output is bounded by `max_output` per stream; a program that prints more than `output_limit`
+Guarantees: after a reply, no process of the run is left (everything else in the namespace is killed
+and reaped; the only other process is then the next prepared child, which has run nothing but this
+file); output is bounded by `max_output` per stream; a program that prints more than `output_limit`
 in total is killed. Not here: cgroups, namespaces, seccomp (set up by the host before this starts).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -227,31 +230,107 @@ def _resolve(argv0: str, env: dict[str, str]) -> str:
     return ""
 
 
-def _exec_child(request: dict[str, Any], path: str, stdin_r: int, out_w: int, err_w: int) -> None:
-    """In the forked child: become a session leader, apply rlimits, exec. Never returns."""
+def _child_setup(limits: list[Any], stdin_r: int, out_w: int, err_w: int) -> None:
+    """In a forked child: become a session leader on the run's pipes, apply rlimits and the OOM score."""
+    os.setsid()
+    os.dup2(stdin_r, 0)
+    os.dup2(out_w, 1)
+    os.dup2(err_w, 2)  # every other supervisor fd is close-on-exec (PEP 446); see main()
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # ignored signals would stay ignored across exec
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+    for name, soft, hard in limits:
+        resource.setrlimit(getattr(resource, name), (soft, hard))
+    if _PRCTL is not None:
+        _PRCTL(4, 1, 0, 0, 0)  # dumpable again so /proc/self is ours (exec would reset it anyway)
+        fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+        os.write(fd, b"1000")  # under memory pressure the OOM killer takes the program, not PID 1
+        os.close(fd)
+
+
+def _exec_or_exit(path: str, argv: list[str], env: dict[str, str]) -> None:
     try:
-        os.setsid()
-        os.dup2(stdin_r, 0)
-        os.dup2(out_w, 1)
-        os.dup2(err_w, 2)  # every other supervisor fd is close-on-exec (PEP 446); see main()
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # ignored signals would stay ignored across exec
-        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
-        for name, soft, hard in request["rlimits"]:
-            resource.setrlimit(getattr(resource, name), (soft, hard))
-        if _PRCTL is not None:
-            _PRCTL(4, 1, 0, 0, 0)  # dumpable again so /proc/self is ours (exec would reset it anyway)
-            with open("/proc/self/oom_score_adj", "w") as handle:
-                handle.write("1000")  # under memory pressure the OOM killer takes the program, not PID 1
-        os.chdir(request["cwd"])
         if not path:
-            raise FileNotFoundError(request["argv"][0])
-        os.execve(path, request["argv"], request["env"])
+            raise FileNotFoundError(argv[0])
+        os.execve(path, argv, env)
     except FileNotFoundError:
-        os.write(2, f"sandbox: command not found: {request['argv'][0]}\n".encode())
+        os.write(2, f"sandbox: command not found: {argv[0]}\n".encode())
         os._exit(127)
     except BaseException as exc:  # noqa: BLE001 - the child must never return into the supervisor
-        os.write(2, f"sandbox: cannot exec {request['argv'][0]}: {exc}\n".encode())
+        os.write(2, f"sandbox: cannot exec {argv[0]}: {exc}\n".encode())
         os._exit(126)
+
+
+def _exec_child(request: dict[str, Any], path: str, stdin_r: int, out_w: int, err_w: int) -> None:
+    """In the forked child: set up (see `_child_setup`), exec. Never returns."""
+    try:
+        _child_setup(request["rlimits"], stdin_r, out_w, err_w)
+        os.chdir(request["cwd"])
+    except BaseException as exc:  # noqa: BLE001
+        os.write(2, f"sandbox: cannot start {request['argv'][0]}: {exc}\n".encode())
+        os._exit(126)
+    _exec_or_exit(path, request["argv"], request["env"])
+
+
+class Prepared:
+    """A child forked and set up between runs, waiting on a control pipe for the next run's argv and env.
+
+    Forking the supervisor costs about 1 ms on a loaded host (page tables, copy-on-write faults, a trip
+    through the run queue); a prepared child takes that off the next run's critical path. It is forked
+    only after the previous run's processes were all killed and reaped, runs nothing but this file
+    until it execs the program, and is used only by a run with the same rlimits and cwd it applied.
+    """
+
+    def __init__(self, limits: list[Any], cwd: str) -> None:
+        self.key = json.dumps([limits, cwd])
+        stdin_r, self.stdin_w = os.pipe()
+        self.out_r, out_w = os.pipe()
+        self.err_r, err_w = os.pipe()
+        ctl_r, self.ctl_w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            os.close(self.ctl_w)  # else the child would never see EOF on an abandoned control pipe
+            _prepared_child(limits, cwd, ctl_r, stdin_r, out_w, err_w)
+        for fd in (stdin_r, out_w, err_w, ctl_r):
+            os.close(fd)
+
+        self.started = False
+
+    def start(self, path: str, request: dict[str, Any]) -> tuple[int, int, int, int]:
+        """Send the run; (pid, stdin, stdout, stderr) as `run_request` would have made them."""
+        self.started = True
+        order = json.dumps({"path": path, "argv": request["argv"], "env": request["env"]}).encode()
+        view = memoryview(order)
+        while view:
+            view = view[os.write(self.ctl_w, view) :]
+        os.close(self.ctl_w)
+        return self.pid, self.stdin_w, self.out_r, self.err_r
+
+    def drop(self) -> None:
+        """Retire an unused child (EOF on its control pipe makes it exit) and reap it."""
+        if self.started:
+            return
+        self.started = True
+        for fd in (self.ctl_w, self.stdin_w, self.out_r, self.err_r):
+            os.close(fd)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+
+
+def _prepared_child(limits: list[Any], cwd: str, ctl: int, stdin_r: int, out_w: int, err_w: int) -> None:
+    """In a prepared child: set up now, then wait for the run's order and exec it. Never returns."""
+    try:
+        _child_setup(limits, stdin_r, out_w, err_w)
+        chunks = []
+        while chunk := os.read(ctl, 1 << 16):
+            chunks.append(chunk)
+        if not chunks:
+            os._exit(0)  # dropped unused
+        order = json.loads(b"".join(chunks))
+        os.chdir(cwd)  # only now: a snapshot or restore since the fork remounted the workspace
+    except BaseException as exc:  # noqa: BLE001
+        os.write(2, f"sandbox: cannot prepare a child: {exc}\n".encode())
+        os._exit(126)
+    _exec_or_exit(order["path"], order["argv"], order["env"])
 
 
 def _kill_namespace() -> None:
@@ -263,16 +342,23 @@ def _kill_namespace() -> None:
             return
 
 
-def run_request(request: dict[str, Any], stdin_data: bytes) -> dict[str, Any]:
-    stdin_r, stdin_w = os.pipe()
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
+def run_request(
+    request: dict[str, Any], stdin_data: bytes, prepared: Prepared | None = None
+) -> dict[str, Any]:
     path = _resolve(request["argv"][0], request["env"])
-    pid = os.fork()
-    if pid == 0:
-        _exec_child(request, path, stdin_r, out_w, err_w)
-    for fd in (stdin_r, out_w, err_w):
-        os.close(fd)
+    if prepared is not None and prepared.key == json.dumps([request["rlimits"], request["cwd"]]):
+        pid, stdin_w, out_r, err_r = prepared.start(path, request)
+    else:
+        if prepared is not None:
+            prepared.drop()
+        stdin_r, stdin_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            _exec_child(request, path, stdin_r, out_w, err_w)
+        for fd in (stdin_r, out_w, err_w):
+            os.close(fd)
     return collect(pid, stdin_w, out_r, err_r, stdin_data, request, _kill_namespace, reap_all=True)
 
 
@@ -324,17 +410,25 @@ def main() -> int:
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     requests, replies = os.fdopen(0, "rb", buffering=0), os.fdopen(1, "wb", buffering=0)
     write_reply(replies, {"ready": True, "pid": os.getpid()})
+    prepared: Prepared | None = None
     while True:
         frame = read_frame(requests)
         if frame is None:
             return 0
         header, body = frame
         try:
-            reply = run_request(header, body)
+            reply = run_request(header, body, prepared)
         except Exception as exc:  # noqa: BLE001 - reported to the host as an infrastructure failure
             _kill_namespace()
+            if prepared is not None:
+                prepared.drop()
             reply = {"error": f"supervisor: {type(exc).__name__}: {exc}"}
+        prepared = None
         write_reply(replies, reply)
+        try:
+            prepared = Prepared(header["rlimits"], header["cwd"])  # after the reply: off the critical path
+        except (OSError, KeyError):
+            prepared = None
 
 
 if __name__ == "__main__":

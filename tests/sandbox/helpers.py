@@ -66,3 +66,19 @@ async def with_ticker(work: Callable[[], Awaitable[T]], period_s: float = 0.01) 
 
 def host_python() -> str:
     return os.path.realpath(sys.executable)
+
+
+def run_leftovers(before: list[int], after: list[int]) -> list[int]:
+    """Pids in `after` but not `before`, except the supervisor's prepared child (a fork that has not exec'd)."""
+    from posttrain.sandbox.launch import SUPERVISOR_MOUNT
+
+    left = []
+    for pid in sorted(set(after) - set(before)):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                cmdline = handle.read()
+        except OSError:
+            continue  # already gone
+        if SUPERVISOR_MOUNT.encode() not in cmdline:
+            left.append(pid)
+    return left

@@ -6,7 +6,7 @@ import asyncio
 
 from posttrain.sandbox import Sandbox
 
-from .helpers import PY, py, requires_bwrap, run, sh, spec, with_ticker
+from .helpers import PY, py, requires_bwrap, run, run_leftovers, sh, spec, with_ticker
 
 pytestmark = requires_bwrap
 
@@ -19,7 +19,7 @@ def _bomb_keeps_host_ticking(argv: list[str], **fields: object) -> tuple[str, in
             baseline = sb.ctx.cgroup.pids() if sb.ctx.cgroup else []
             result, ticks = await with_ticker(lambda: sb.exec(argv))
             after = sb.ctx.cgroup.pids() if sb.ctx.cgroup else []
-            assert len(after) == len(baseline), (baseline, after)
+            assert run_leftovers(baseline, after) == [], (baseline, after)
             return result.status, ticks, after
 
     return run(go())
