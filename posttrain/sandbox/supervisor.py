@@ -297,11 +297,11 @@ class Prepared:
 
     def start(self, path: str, request: dict[str, Any]) -> tuple[int, int, int, int]:
         """Send the run; (pid, stdin, stdout, stderr) as `run_request` would have made them."""
-        self.started = True
         order = json.dumps({"path": path, "argv": request["argv"], "env": request["env"]}).encode()
         view = memoryview(order)
         while view:
-            view = view[os.write(self.ctl_w, view) :]
+            view = view[os.write(self.ctl_w, view) :]  # OSError if it died: the caller drops it
+        self.started = True
         os.close(self.ctl_w)
         return self.pid, self.stdin_w, self.out_r, self.err_r
 
@@ -311,7 +311,8 @@ class Prepared:
             return
         self.started = True
         for fd in (self.ctl_w, self.stdin_w, self.out_r, self.err_r):
-            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.close(fd)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(self.pid, 0)
 
@@ -346,11 +347,17 @@ def run_request(
     request: dict[str, Any], stdin_data: bytes, prepared: Prepared | None = None
 ) -> dict[str, Any]:
     path = _resolve(request["argv"][0], request["env"])
+    started = None
     if prepared is not None and prepared.key == json.dumps([request["rlimits"], request["cwd"]]):
-        pid, stdin_w, out_r, err_r = prepared.start(path, request)
+        try:
+            started = prepared.start(path, request)
+        except OSError:  # it died while waiting (e.g. OOM-killed between runs): fork as usual
+            started = None
+    if prepared is not None:
+        prepared.drop()  # no-op once started
+    if started is not None:
+        pid, stdin_w, out_r, err_r = started
     else:
-        if prepared is not None:
-            prepared.drop()
         stdin_r, stdin_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()

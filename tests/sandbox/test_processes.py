@@ -111,6 +111,33 @@ def test_orphans_and_zombies_are_reaped_and_cgroup_is_empty_after_run() -> None:
     assert set(before) <= set(after) and run_leftovers(before, after) == []  # supervisor and bwrap remain
 
 
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
+def test_a_run_after_the_prepared_child_was_killed_still_runs() -> None:
+    async def go() -> tuple[int, bytes]:
+        async with Sandbox.create(spec()) as sb:
+            assert sb.ctx.cgroup is not None
+            before = sb.ctx.cgroup.pids()
+            await sb.exec(["true"])
+            await asyncio.sleep(0.2)  # the supervisor forks the next child after its reply
+            prepared = [p for p in sb.ctx.cgroup.pids() if p not in before]
+            for pid in prepared:
+                os.kill(pid, signal.SIGKILL)
+                while _state(pid) not in ("Z", "gone"):  # dead (a zombie until the supervisor reaps it)
+                    await asyncio.sleep(0.01)
+            return len(prepared), (await sb.exec(["echo", "fine"])).stdout
+
+    if host_features().cgroups is None:
+        return
+    assert run(go()) == (1, b"fine\n")
+
+
 def test_one_shot_run_leaves_an_empty_cgroup() -> None:
     async def go() -> list[int]:
         async with Sandbox.create(spec(), persistent=False) as sb:
