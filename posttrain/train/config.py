@@ -7,9 +7,9 @@ same models. Each stage receives only its own section, never the whole config.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from posttrain.config import StrictModel, load_config
 from posttrain.curriculum import DefaultSchedulerConfig, DynamicSamplingConfig, SchedulerConfig
@@ -104,6 +104,20 @@ class TrainConfig(StrictModel):
     """Held-out evaluation."""
     checkpoint_every: int = Field(0, ge=0)
     """Save a checkpoint every N steps (0: only at the end)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_temperature(cls, data: Any) -> Any:
+        """The update scores responses at the sampling temperature: `policy.temperature` follows
+        `rollout.temperature` unless set, and may not contradict it."""
+        if not isinstance(data, dict):
+            return data
+        rollout, policy = data.get("rollout") or {}, data.get("policy") or {}
+        if not isinstance(rollout, dict) or not isinstance(policy, dict) or "temperature" not in rollout:
+            return data
+        if "temperature" in policy and float(policy["temperature"]) != float(rollout["temperature"]):
+            raise ValueError("policy.temperature must equal rollout.temperature (leave it unset to follow it)")
+        return {**data, "policy": {**policy, "temperature": rollout["temperature"]}}
 
 
 def load_train_config(path: str | Path | None, overrides: list[str] | None = None) -> TrainConfig:

@@ -123,7 +123,7 @@ class Run:
             response_ids=[list(s.token_ids or []) for s in samples],
             advantages=advantages.tolist(),
             domain_ids=domain_ids,
-            old_logprobs=[list(s.logprobs or []) for s in samples],
+            old_logprobs=[list(s.logprobs or []) for s in samples] if self.rollout.exact_old_logprobs else None,
             sample_weights=sample_weights,
         )
 

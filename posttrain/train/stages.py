@@ -87,7 +87,15 @@ class RolloutStage:
             top_k=cfg.top_k,
             seed=seed,
             stop_token_ids=self.stop_ids,
+            # log_softmax(logits / T): what the update computes for the same weights (see `exact_old_logprobs`).
+            logprobs_mode="processed",
         )
+
+    @property
+    def exact_old_logprobs(self) -> bool:
+        """Whether sampled logprobs equal the update's: not under top-k/top-p truncation, which the
+        update does not apply (the trainer then recomputes them before its first epoch)."""
+        return self.config.top_p == 1.0 and self.config.top_k == 0
 
 
 class RewardStage:

@@ -93,3 +93,15 @@ def test_bad_config_fails_with_one_clear_message(tmp_path: Path, capsys: pytest.
 def test_unknown_preset_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["train", "no-such-preset"]) == 2
     assert "no preset of that name" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("rollout", [{"temperature": 0.5}, {"temperature": 0.5, "top_k": 5}])
+def test_sampled_logprobs_agree_with_the_update_at_any_temperature(
+    model_dir: Path, tmp_path: Path, rollout: dict[str, Any]
+) -> None:
+    # kl_old compares the batch's old logprobs with the trainer's own forward before its first step:
+    # it is ~0 only if both use the sampling temperature (with top-k the trainer recomputes them).
+    settings = {"backend": "native", "group_size": 8, "max_new_tokens": 3, **rollout}
+    train(make_config(model_dir, steps=1, rollout=settings), tmp_path, log=lambda _: None)
+    row = json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[0])
+    assert abs(row["kl_old"]) < 1e-5

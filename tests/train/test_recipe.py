@@ -1,0 +1,31 @@
+"""Training-recipe rules: the base model's SFT mixture and the single sampling temperature."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from posttrain.train.base_model import sft_mixture
+from posttrain.train.config import TrainConfig
+
+
+def test_sft_mixture_favours_domains_furthest_below_the_ceiling() -> None:
+    # ceiling 0.6, floor 0.15: raw = 0.15 + max(0.6 - p, 0) / 0.6 -> (1.15, 0.65, 0.15), total 1.95.
+    mix = sft_mixture({"a": 0.0, "b": 0.3, "c": 0.9}, ceiling=0.6, floor=0.15)
+    assert mix == pytest.approx({"a": 1.15 / 1.95, "b": 0.65 / 1.95, "c": 0.15 / 1.95})
+
+
+def test_sft_mixture_is_uniform_when_every_domain_is_past_the_ceiling() -> None:
+    mix = sft_mixture({"a": 0.7, "b": 0.95}, ceiling=0.6, floor=0.15)
+    assert mix == pytest.approx({"a": 0.5, "b": 0.5})
+
+
+def test_policy_temperature_follows_the_rollout_temperature() -> None:
+    config = TrainConfig.model_validate({"rollout": {"temperature": 0.7}})
+    assert config.policy.temperature == 0.7
+    assert TrainConfig().policy.temperature == 1.0
+
+
+def test_contradicting_temperatures_are_refused() -> None:
+    with pytest.raises(ValidationError, match="policy.temperature must equal rollout.temperature"):
+        TrainConfig.model_validate({"rollout": {"temperature": 0.7}, "policy": {"temperature": 1.0}})
