@@ -23,8 +23,10 @@ from typing import Any
 
 from posttrain.bench_cli import emit_report
 from posttrain.sandbox.host import SANDBOX_HOST_UID, host_features
+from posttrain.sandbox.launch import Context, bwrap_options, program_env, setenv_args
 from posttrain.sandbox.pool import SandboxPool
-from posttrain.sandbox.sandbox import SPARES, Sandbox, run_sync
+from posttrain.sandbox.sandbox import SPARES, Sandbox, _build_context, _release_context, run_sync
+from posttrain.sandbox.seccomp import build_filter
 from posttrain.sandbox.spec import SandboxSpec
 from posttrain.sandbox.workspace import state_base
 
@@ -68,24 +70,19 @@ def bare(argv: list[str]) -> None:
 
 
 def _interleaved(
-    first: Callable[[], object],
-    second: Callable[[], object],
-    n: int,
-    settle: Callable[[], object] = lambda: None,
-) -> tuple[list[float], list[float]]:
-    """Alternate the two so load from other processes hits both sides alike.
+    sides: list[Callable[[], object]], n: int, settle: Callable[[], object] = lambda: None
+) -> list[list[float]]:
+    """Alternate the sides call by call so load from other processes hits all of them alike.
 
     `settle` runs untimed before every call, so work one side leaves running in the background (a
-    one-shot run's recycle) never overlaps a timing of either side.
+    one-shot run's recycle) never overlaps a timing of another.
     """
-    a: list[float] = []
-    b: list[float] = []
+    times: list[list[float]] = [[] for _ in sides]
     for _ in range(n):
-        settle()
-        a += _time(first, 1)
-        settle()
-        b += _time(second, 1)
-    return a, b
+        for side, out in zip(sides, times, strict=True):
+            settle()
+            out += _time(side, 1)
+    return times
 
 
 def _settle() -> None:
@@ -93,11 +90,44 @@ def _settle() -> None:
     time.sleep(SETTLE_S)
 
 
+def bwrap_alone(ctx: Context, argv: list[str]) -> Callable[[], None]:
+    """The floor: bwrap with the sandbox's own isolation options, without gate, uid drop, cgroup or launcher."""
+    options = bwrap_options(ctx, persistent=False)
+    options = options[options.index(str(ctx.features.bwrap)) :]  # no setpriv prefix
+    command = [*options, *setenv_args(program_env(ctx)), "--", *argv]
+    bpf = build_filter(deny_inet=ctx.spec.network == "none") or b""
+
+    def run() -> None:
+        sec_r, sec_w = os.pipe()
+        os.write(sec_w, bpf)
+        os.close(sec_w)
+        status_r, status_w = os.pipe()
+        numbered = list(command)  # the launcher's fixed fd numbers, renumbered to what subprocess keeps
+        for flag, fd in (("--seccomp", sec_r), ("--json-status-fd", status_w)):
+            if flag in numbered:
+                numbered[numbered.index(flag) + 1] = str(fd)
+        try:
+            subprocess.run(
+                numbered, capture_output=True, check=True, start_new_session=True, pass_fds=(sec_r, status_w)
+            )
+        finally:
+            for fd in (sec_r, status_r, status_w):
+                os.close(fd)
+
+    return run
+
+
 def cold(spec: SandboxSpec, n: int) -> dict[str, float]:
     oneshot = lambda: _checked(run_sync(PASS, spec))  # noqa: E731
-    bare_s, oneshot_s = _interleaved(lambda: bare(PASS), oneshot, n, _settle)
+    floor_ctx = _build_context(spec)
+    try:
+        bare_s, oneshot_s, floor_s = _interleaved(
+            [lambda: bare(PASS), oneshot, bwrap_alone(floor_ctx, PASS)], n, _settle
+        )
+    finally:
+        _release_context(floor_ctx)
     # Back to back: each run also waits for the previous one's recycle, as a tight loop of scripts would.
-    bare_b2b, oneshot_b2b = _interleaved(lambda: bare(PASS), oneshot, n)
+    bare_b2b, oneshot_b2b = _interleaved([lambda: bare(PASS), oneshot], n)
 
     async def session() -> None:
         async with Sandbox.create(spec) as sb:
@@ -116,6 +146,8 @@ def cold(spec: SandboxSpec, n: int) -> dict[str, float]:
         "bare_ms_p50": _p50_ms(bare_s), "cold_oneshot_ms_p50": _p50_ms(oneshot_s),
         "cold_session_ms_p50": _p50_ms(session_s),
         "cold_oneshot_ratio_p50": _p50_ms(oneshot_s) / _p50_ms(bare_s),
+        "bwrap_alone_ms_p50": _p50_ms(floor_s),
+        "bwrap_alone_ratio_p50": _p50_ms(floor_s) / _p50_ms(bare_s),
         "oneshot_back_to_back_ms_p50": _p50_ms(oneshot_b2b),
         "oneshot_back_to_back_ratio_p50": _p50_ms(oneshot_b2b) / _p50_ms(bare_b2b),
         "cold_session_ratio_p50": _p50_ms(session_s) / _p50_ms(bare2_s),
@@ -279,7 +311,8 @@ def print_table(report: dict[str, Any]) -> None:
     print(f"  bare python3 -c pass p50 {cold_part['bare_ms_p50']:.2f} ms; one-shot {cold_part['cold_oneshot_ms_p50']:.2f} ms;"
           f" persistent create+exec+close {cold_part['cold_session_ms_p50']:.2f} ms")  # fmt: skip
     print(f"  one-shot back to back {cold_part['oneshot_back_to_back_ms_p50']:.2f} ms"
-          f" ({cold_part['oneshot_back_to_back_ratio_p50']:.2f}x bare)")  # fmt: skip
+          f" ({cold_part['oneshot_back_to_back_ratio_p50']:.2f}x bare); floor, bwrap alone with the same"
+          f" options {cold_part['bwrap_alone_ms_p50']:.2f} ms ({cold_part['bwrap_alone_ratio_p50']:.2f}x)")  # fmt: skip
     print(
         f"  soak: {report['soak']['correct']}/{report['soak']['runs']} correct, leaks {report['soak']['leaks']}"
     )
