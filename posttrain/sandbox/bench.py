@@ -91,7 +91,7 @@ def _settle() -> None:
 
 
 def bwrap_alone(ctx: Context, argv: list[str]) -> Callable[[], None]:
-    """The floor: bwrap with the sandbox's own isolation options, without gate, uid drop, cgroup or launcher."""
+    """Reference: bwrap with the sandbox's own isolation options, no gate, uid drop, cgroup or parking."""
     options = bwrap_options(ctx, persistent=False)
     options = options[options.index(str(ctx.features.bwrap)) :]  # no setpriv prefix
     command = [*options, *setenv_args(program_env(ctx)), "--", *argv]
@@ -311,7 +311,7 @@ def print_table(report: dict[str, Any]) -> None:
     print(f"  bare python3 -c pass p50 {cold_part['bare_ms_p50']:.2f} ms; one-shot {cold_part['cold_oneshot_ms_p50']:.2f} ms;"
           f" persistent create+exec+close {cold_part['cold_session_ms_p50']:.2f} ms")  # fmt: skip
     print(f"  one-shot back to back {cold_part['oneshot_back_to_back_ms_p50']:.2f} ms"
-          f" ({cold_part['oneshot_back_to_back_ratio_p50']:.2f}x bare); floor, bwrap alone with the same"
+          f" ({cold_part['oneshot_back_to_back_ratio_p50']:.2f}x bare); reference, bwrap alone with the same"
           f" options {cold_part['bwrap_alone_ms_p50']:.2f} ms ({cold_part['bwrap_alone_ratio_p50']:.2f}x)")  # fmt: skip
     print(
         f"  soak: {report['soak']['correct']}/{report['soak']['runs']} correct, leaks {report['soak']['leaks']}"

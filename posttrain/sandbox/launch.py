@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 INNER_WORKDIR = "/workspace"
 SUPERVISOR_MOUNT = "/.sandbox/supervisor.py"
-SEC_FD, STATUS_FD, ARGS_FD = 3, 4, 5
+SEC_FD, STATUS_FD, BLOCK_FD, COMMAND_FD = 3, 4, 5, 6
 SUPERVISOR_SLACK_MB = 32
 """Memory the supervisor and bwrap may use on top of the program's budget."""
 
@@ -143,7 +143,8 @@ class Spawned:
     stdout: int
     stderr: int
     status: int | None  # read end of bwrap's --json-status-fd
-    args: int | None = None  # write end of bwrap's --args pipe (parked launchers only)
+    block: int | None = None  # write end of bwrap's --block-fd pipe (parked launchers only)
+    command: int | None = None  # write end of the pipe the trampoline reads its command from (ditto)
 
 
 def spawn(
@@ -151,14 +152,15 @@ def spawn(
     argv: list[str],
     limits: list[tuple[str, int, int]],
     env: dict[str, str],
-    args_pipe: bool = False,
+    launcher_pipes: bool = False,
 ) -> Spawned:
-    """posix_spawn the gate with fresh pipes on 0/1/2 (+ seccomp, status and optionally args fds for bwrap)."""
+    """posix_spawn the gate with fresh pipes on 0/1/2 (+ seccomp, status, and block and command fds)."""
     pipes = [os.pipe() for _ in range(3)]
     child_ends = [pipes[0][0], pipes[1][1], pipes[2][1]]
-    actions: list[tuple[Any, ...]] = [(os.POSIX_SPAWN_DUP2, fd, i) for i, fd in enumerate(child_ends)]
+    actions: list[tuple[Any, ...]] = [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inheritable_fds()]
+    actions += [(os.POSIX_SPAWN_DUP2, fd, i) for i, fd in enumerate(child_ends)]
     extra: list[int] = []
-    status_r = args_w = None
+    status_r = block_w = command_w = None
     if ctx.isolated:
         sec_r, sec_w = os.pipe()
         bpf = build_filter(deny_inet=ctx.spec.network == "none")
@@ -167,10 +169,13 @@ def spawn(
         status_r, status_w = os.pipe()
         actions += [(os.POSIX_SPAWN_DUP2, sec_r, SEC_FD), (os.POSIX_SPAWN_DUP2, status_w, STATUS_FD)]
         extra = [sec_r, status_w]
-    if args_pipe:
-        args_r, args_w = os.pipe()
-        actions.append((os.POSIX_SPAWN_DUP2, args_r, ARGS_FD))
-        extra.append(args_r)
+    if launcher_pipes:
+        block_r, block_w = os.pipe()
+        command_r, command_w = os.pipe()
+        if ctx.features.run_as_uid is not None:  # the trampoline reopens it via /proc/self/fd
+            os.fchown(command_r, ctx.features.run_as_uid, ctx.features.run_as_uid)
+        actions += [(os.POSIX_SPAWN_DUP2, block_r, BLOCK_FD), (os.POSIX_SPAWN_DUP2, command_r, COMMAND_FD)]
+        extra += [block_r, command_r]
     script = gate_script(ctx.cgroup, limits)
     if not ctx.isolated:
         script = f"cd {shlex.quote(str(ctx.workspace.work))} || exit 125\n" + script
@@ -183,7 +188,27 @@ def spawn(
     finally:
         for fd in [*child_ends, *extra]:
             os.close(fd)
-    return Spawned(pid, pipes[0][1], pipes[1][0], pipes[2][0], status_r, args_w)
+    return Spawned(pid, pipes[0][1], pipes[1][0], pipes[2][0], status_r, block_w, command_w)
+
+
+def _inheritable_fds() -> list[int]:
+    """Inheritable fds above 2 in this process (e.g. left open by whatever started it).
+
+    posix_spawn passes them on, and bwrap does not close them, so a one-shot program would get them.
+    """
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        fd = int(name)
+        try:
+            if fd > 2 and os.get_inheritable(fd):
+                found.append(fd)
+        except OSError:
+            continue  # the directory listing's own fd, already closed
+    return found
 
 
 def read_status(fd: int | None) -> dict[str, Any]:

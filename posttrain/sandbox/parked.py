@@ -1,18 +1,21 @@
-"""One-shot launchers started before their run is known, so a cold run skips the slow part of start-up.
+"""One-shot launchers started before their run is known, so a cold run skips most of its start-up.
 
 A one-shot run starts, in series, a shell that joins the sandbox's cgroups and sets its rlimits, `setpriv`
-(the uid drop) and bwrap. On cgroup v1 each join waits for an RCU grace period — 5–20 ms on a loaded
-2-core host, more than a bare `python3 -c pass` — and every extra exec waits in the run queue. A parked
-launcher is that same chain started ahead of time and stopped where bwrap reads `--args FD`: it already
-sits in the cgroup, under the rlimits, as the sandbox uid, with every isolation option on its own command
-line. `go` sends only the program's environment and argv; a fixed `sh` trampoline inside the sandbox
-execs the program (one exec of dash, about 1 ms, instead of the grace period and two host-side execs).
+(the uid drop) and bwrap, which then creates five namespaces and some 25 mounts. On cgroup v1 each
+join waits for an RCU grace period — 5–20 ms on a loaded 2-core host, more than a bare
+`python3 -c pass` — and every step waits in the run queue. A parked launcher is that same chain started
+ahead of time and stopped at bwrap's `--block-fd`, i.e. after all of that: it already sits in the
+cgroup, under the rlimits, as the sandbox uid, in its namespaces with its mounts, its seccomp filter
+waiting to be loaded. `go` unblocks it and sends the program's argv on a pipe that a fixed `sh`
+trampoline inside the sandbox sources (`. /dev/fd/6`) before it execs the program.
 
-Guarantees: the args pipe can only add environment variables (`--setenv`), never an isolation option or
-a bind, because every such option is on the launcher's argv before `--args`; if the pipe closes early
-(the host died) the trampoline runs nothing. A launcher is used only for a run whose gate script (cgroup
-paths, rlimits), bwrap options and seccomp mode equal those it was started with; otherwise it is killed
-and the run starts the normal way. Not here: when launchers are parked (`spares.py`).
+Guarantees: every isolation option, bind and environment variable is on the launcher's own argv, so the
+command pipe can only choose the program, never the isolation; a command cut short (the host died
+mid-write) is a shell syntax error or runs nothing, never a truncated argv; a launcher is used only for
+a run whose gate script (cgroup paths, rlimits), bwrap options, environment and seccomp mode equal
+those it was started with; otherwise it is killed and the run starts the normal way. Its binds were
+made when it was parked, so it must be used before anything remounts the workspace (only `run_sync`
+uses one, right after taking the spare). Not here: when launchers are parked (`spares.py`).
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from dataclasses import dataclass
 
 from posttrain.sandbox.images import BASE_IMAGE
 from posttrain.sandbox.launch import (
-    ARGS_FD,
+    BLOCK_FD,
+    COMMAND_FD,
     SANDBOX_PATH,
     Context,
     Spawned,
@@ -37,11 +41,8 @@ from posttrain.sandbox.launch import (
     spawn,
 )
 
-ARGV_VAR, GO_VAR = "POSTTRAIN_SANDBOX_ARGV", "POSTTRAIN_SANDBOX_GO"
-TRAMPOLINE = f'[ "${GO_VAR}" = 1 ] || exit 125; eval "unset {ARGV_VAR} {GO_VAR}; exec ${ARGV_VAR}"'
-"""The double-quoted string is expanded once, so eval parses exactly the shell-quoted argv (shlex.quote)."""
-MAX_COMMAND_BYTES = 100_000
-"""The quoted argv travels as one environment string, which execve caps at 128 KiB; longer runs start normally."""
+TRAMPOLINE = f". /dev/fd/{COMMAND_FD}"
+"""dash reads a sourced file in blocks (its `read` builtin would go byte by byte)."""
 
 
 def can_park(ctx: Context) -> bool:
@@ -50,63 +51,73 @@ def can_park(ctx: Context) -> bool:
 
 
 def _launcher_argv(ctx: Context) -> list[str]:
-    return [*bwrap_options(ctx, persistent=False), "--args", str(ARGS_FD), "--", "/bin/sh", "-c", TRAMPOLINE]
+    options = [*bwrap_options(ctx, persistent=False), *setenv_args(program_env(ctx))]
+    return [*options, "--block-fd", str(BLOCK_FD), "--", "/bin/sh", "-c", TRAMPOLINE]
 
 
 def _key(ctx: Context) -> tuple[str, ...]:
     return (gate_script(ctx.cgroup, rlimits(ctx.spec)), ctx.spec.network, *_launcher_argv(ctx))
 
 
-def _args_data(env: dict[str, str], argv: list[str]) -> bytes | None:
+def command_script(argv: list[str]) -> bytes:
+    """Shell text for the trampoline: close the command fd, then exec `argv` exactly (shlex-quoted).
+
+    The argv is first assigned as one quoted word and only then `exec`ed, so text cut off anywhere is an
+    unterminated quote or a missing last line: nothing partial can run.
+    """
     command = " ".join(shlex.quote(arg) for arg in argv)
-    if len(command) > MAX_COMMAND_BYTES:
-        return None
-    # GO comes last, so a write cut off by the host dying never lets the trampoline run a partial argv.
-    args = [*setenv_args(env), "--setenv", ARGV_VAR, command, "--setenv", GO_VAR, "1"]
-    return b"".join(os.fsencode(arg) + b"\0" for arg in args)
+    lines = [
+        f"exec {COMMAND_FD}<&-",
+        f"_pt_cmd={shlex.quote(command)}",
+        'eval "unset _pt_cmd; exec $_pt_cmd"',
+    ]
+    return os.fsencode("\n".join(lines) + "\n")
 
 
 @dataclass
 class Parked:
-    """A launcher waiting in bwrap's `--args` read; hand it a run with `go` or kill it with `discard`."""
+    """A launcher waiting at bwrap's `--block-fd`; hand it a run with `go` or kill it with `discard`."""
 
     key: tuple[str, ...]
     proc: Spawned
 
     def go(self, ctx: Context, argv: list[str]) -> Spawned | None:
         """Start `argv` through this launcher; None (and the launcher discarded) if it does not fit the run."""
-        data = _args_data(program_env(ctx), argv)
-        if data is None or self.key != _key(ctx) or self.proc.args is None:
+        proc = self.proc
+        if self.key != _key(ctx) or proc.block is None or proc.command is None:
             self.discard()
             return None
         try:
-            view = memoryview(data)
+            os.write(proc.block, b"g")
+            os.close(proc.block)
+            proc.block = None
+            view = memoryview(command_script(argv))  # the trampoline drains it, so size is no limit
             while view:
-                view = view[os.write(self.proc.args, view) :]
-        except OSError:  # the launcher died while parked (e.g. its cgroup was removed)
+                view = view[os.write(proc.command, view) :]
+        except OSError:  # the launcher died while parked (e.g. killed with its cgroup)
             self.discard()
             return None
-        os.close(self.proc.args)
-        self.proc.args = None
-        return self.proc
+        os.close(proc.command)
+        proc.command = None
+        return proc
 
     def discard(self) -> None:
-        """Kill the waiting launcher (it has started nothing) and reap it."""
+        """Kill the waiting launcher (it has run nothing of the program) and reap it."""
         proc = self.proc
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
+            os.killpg(proc.pid, signal.SIGKILL)  # bwrap and its child: setsid comes after the block
         with contextlib.suppress(ChildProcessError):
             os.waitpid(proc.pid, 0)
-        for fd in (proc.stdin, proc.stdout, proc.stderr, proc.status, proc.args):
+        for fd in (proc.stdin, proc.stdout, proc.stderr, proc.status, proc.block, proc.command):
             if fd is not None:
                 with contextlib.suppress(OSError):
                     os.close(fd)
-        proc.args = None
+        proc.block = proc.command = None
 
 
 def park(ctx: Context) -> Parked | None:
     """Start a launcher for the next one-shot run of `ctx` (None where the trampoline cannot be used)."""
     if not can_park(ctx):
         return None
-    proc = spawn(ctx, _launcher_argv(ctx), rlimits(ctx.spec), {"PATH": SANDBOX_PATH}, args_pipe=True)
+    proc = spawn(ctx, _launcher_argv(ctx), rlimits(ctx.spec), {"PATH": SANDBOX_PATH}, launcher_pipes=True)
     return Parked(_key(ctx), proc)

@@ -65,7 +65,8 @@ class Snapshot:
 SPARES = Spares(EXECUTOR)
 
 
-def _build_context(spec: SandboxSpec, oneshot: bool = False) -> Context:
+def _build_context(spec: SandboxSpec, keep_launcher: bool = False) -> Context:
+    """A workspace + cgroup (a spare when one fits); `keep_launcher` keeps its parked launcher (run_sync)."""
     backend, reason = backend_for(spec.backend, spec.require_isolation)
     if backend is None:
         raise SandboxUnavailable(reason)
@@ -79,8 +80,10 @@ def _build_context(spec: SandboxSpec, oneshot: bool = False) -> Context:
     limits = Limits(cgroup_memory_bytes(spec), spec.pids + PIDS_SLACK, spec.cpus)
     spare = SPARES.take(spec.disk_mb, owner, features.cgroups is not None)
     if spare is not None:
-        if not oneshot or backend != "bwrap":
-            spare.drop_launcher()  # a persistent sandbox's supervisor must be alone in the cgroup
+        if not keep_launcher or backend != "bwrap":
+            # A supervisor must be alone in the cgroup, and a launcher's binds predate any remount
+            # (snapshot, restore) a longer-lived sandbox may do before its first exec.
+            spare.drop_launcher()
         try:
             if spare.cgroup is not None:
                 spare.cgroup.set_limits(limits)
@@ -240,7 +243,7 @@ class Sandbox:
     async def fork(self, snap: Snapshot | None = None) -> Sandbox:
         """A new sandbox with the same spec whose workspace starts as `snap` (default: a fresh snapshot)."""
         snap = snap or await self.snapshot()
-        child = Sandbox(await _in_thread(_build_context, self.spec, not self.persistent), self.persistent)
+        child = Sandbox(await _in_thread(_build_context, self.spec), self.persistent)
         try:
             await child._open(seed=snap)
         except BaseException:
@@ -291,7 +294,7 @@ class _Opening:
         self.sandbox: Sandbox | None = None
 
     async def _make(self) -> Sandbox:
-        sandbox = Sandbox(await _in_thread(_build_context, self.spec, not self.persistent), self.persistent)
+        sandbox = Sandbox(await _in_thread(_build_context, self.spec), self.persistent)
         try:
             await sandbox._open()
         except SessionError as exc:
@@ -331,7 +334,7 @@ def run_sync(
     spec = spec or SandboxSpec()
     start = time.monotonic()
     try:
-        ctx = _build_context(spec, oneshot=True)
+        ctx = _build_context(spec, keep_launcher=True)
     except SandboxUnavailable:
         raise
     except Exception as exc:  # noqa: BLE001

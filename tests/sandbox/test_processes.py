@@ -7,7 +7,7 @@ import os
 import signal
 import subprocess
 
-from posttrain.sandbox import Sandbox
+from posttrain.sandbox import Sandbox, run_sync
 from posttrain.sandbox.host import host_features
 
 from .helpers import PY, py, requires_bwrap, requires_root, run, run_leftovers, sh, spec
@@ -136,6 +136,17 @@ def test_a_run_after_the_prepared_child_was_killed_still_runs() -> None:
     if host_features().cgroups is None:
         return
     assert run(go()) == (1, b"fine\n")
+
+
+def test_a_one_shot_program_gets_no_fd_the_host_process_inherited() -> None:
+    read_end, write_end = os.pipe()
+    os.set_inheritable(write_end, True)  # as a descriptor left open by whatever started the trainer
+    try:
+        result = run_sync([PY, "-c", "import os; print(sorted(os.listdir('/proc/self/fd')))"], spec())
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    assert result.stdout == b"['0', '1', '2', '3']\n"  # 3 is the listing's own
 
 
 def test_one_shot_run_leaves_an_empty_cgroup() -> None:
