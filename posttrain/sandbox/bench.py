@@ -119,13 +119,13 @@ def bwrap_alone(ctx: Context, argv: list[str]) -> Callable[[], None]:
 
 def cold(spec: SandboxSpec, n: int) -> dict[str, float]:
     oneshot = lambda: _checked(run_sync(PASS, spec))  # noqa: E731
-    floor_ctx = _build_context(spec)
+    reference_ctx = _build_context(spec)
     try:
-        bare_s, oneshot_s, floor_s = _interleaved(
-            [lambda: bare(PASS), oneshot, bwrap_alone(floor_ctx, PASS)], n, _settle
+        bare_s, oneshot_s, alone_s = _interleaved(
+            [lambda: bare(PASS), oneshot, bwrap_alone(reference_ctx, PASS)], n, _settle
         )
     finally:
-        _release_context(floor_ctx)
+        _release_context(reference_ctx)
     # Back to back: each run also waits for the previous one's recycle, as a tight loop of scripts would.
     bare_b2b, oneshot_b2b = _interleaved([lambda: bare(PASS), oneshot], n)
 
@@ -146,8 +146,8 @@ def cold(spec: SandboxSpec, n: int) -> dict[str, float]:
         "bare_ms_p50": _p50_ms(bare_s), "cold_oneshot_ms_p50": _p50_ms(oneshot_s),
         "cold_session_ms_p50": _p50_ms(session_s),
         "cold_oneshot_ratio_p50": _p50_ms(oneshot_s) / _p50_ms(bare_s),
-        "bwrap_alone_ms_p50": _p50_ms(floor_s),
-        "bwrap_alone_ratio_p50": _p50_ms(floor_s) / _p50_ms(bare_s),
+        "bwrap_alone_ms_p50": _p50_ms(alone_s),
+        "bwrap_alone_ratio_p50": _p50_ms(alone_s) / _p50_ms(bare_s),
         "oneshot_back_to_back_ms_p50": _p50_ms(oneshot_b2b),
         "oneshot_back_to_back_ratio_p50": _p50_ms(oneshot_b2b) / _p50_ms(bare_b2b),
         "cold_session_ratio_p50": _p50_ms(session_s) / _p50_ms(bare2_s),
