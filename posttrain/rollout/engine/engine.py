@@ -30,7 +30,7 @@ from posttrain.rollout.engine.kv_store import TieredKVStore
 from posttrain.rollout.engine.model import CausalLMWeights
 from posttrain.rollout.engine.radix import RadixCache
 from posttrain.rollout.engine.runner import ModelRunner
-from posttrain.rollout.engine.sampler import make_generator, sample_token
+from posttrain.rollout.engine.sampler import make_generator, sample_tokens
 from posttrain.rollout.engine.scheduler import Chunk, Scheduler
 from posttrain.rollout.engine.sequence import Sequence as Seq
 from posttrain.rollout.hf_engine import adopt_weights, load_model
@@ -110,6 +110,7 @@ class NativeEngine:
         out: dict[str, float] = dict(self._counters)
         out.update(self.scheduler.counters)
         out.update(self.radix.counters)
+        out.update(self.runner.stages.counters)
         if self.store is not None:
             out.update(self.store.counters)
         out["peak_kv_blocks"] = self.pool.peak_used
@@ -149,17 +150,17 @@ class NativeEngine:
         logits = self.runner.forward(chunks)  # [M, V]
         self._sample(chunks, logits)
         self.scheduler.complete(chunks)
+        if not self.scheduler.has_work:
+            self.runner.release_staged()
         self._counters["steps"] += 1
         self._counters["max_step_s"] = max(self._counters["max_step_s"], time.perf_counter() - t0)
 
     def _sample(self, chunks: list[Chunk], logits: torch.Tensor) -> None:
-        row = 0
+        seqs = [c.seq for c in chunks if c.needs_logits]  # row i of `logits` belongs to seqs[i]
+        tokens, logprobs = sample_tokens(logits, [s.params for s in seqs], [s.generator for s in seqs])
         now = time.perf_counter()
-        for chunk in chunks:
-            if not chunk.needs_logits:
-                continue
-            seq = chunk.seq
-            token, logprob = sample_token(logits[row], seq.params, seq.generator)
+        for row, seq in enumerate(seqs):
+            token, logprob = tokens[row], logprobs[row]
             if seq.forced_ids is not None:
                 token = seq.forced_ids[seq.num_generated]
                 logprob = float(torch.log_softmax(logits[row], -1)[token].item())
@@ -168,8 +169,7 @@ class NativeEngine:
             seq.append_token(token, logprob)
             if seq.first_token_s is None:
                 seq.first_token_s = now
-            self._counters["generated_tokens"] += 1
-            row += 1
+        self._counters["generated_tokens"] += len(seqs)
 
     def submit(self, requests: Sequence[GenerationRequest]) -> list[list[Seq]]:
         """Queue requests without running them (drive with `step`); the sequences of each request."""
