@@ -2,9 +2,11 @@
 
 The only part of the native engine that touches tensors. KV lives in two tensors `[L, slots, Hkv, D]`
 (keys, values) with `slots = num_blocks * block_size`. A step's tokens are flattened `[N]`; every
-layer writes their K/V into their slots and then each chunk gathers the slots of its context from its
-block table. Decode chunks are batched into one padded attention call; prefill chunks attend one at a
-time. Also implements the `KVMover` the radix cache uses to copy, offload and reload KV.
+layer writes their K/V into their slots. Each prefill chunk then gathers the slots of its context from
+its block table and attends with SDPA. Exact decode chunks are batched and attend staged contiguous
+copies of their context that persist across steps (`decode_stage`), so a decode step does not gather
+the whole context again; sparse modes gather per step. Also implements the `KVMover` the radix cache
+uses to copy, offload and reload KV.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from posttrain.rollout.engine.attention import (
     key_positions,
     quest_select_blocks,
 )
+from posttrain.rollout.engine.decode_stage import DecodeStage, StageCache
 from posttrain.rollout.engine.model import CausalLMWeights, attend
 from posttrain.rollout.engine.scheduler import Chunk
 
@@ -29,16 +32,16 @@ class _Group:
 
     rows: positions in the flat step `[B*Tq]`; keys come from whole blocks `blocks` `[B, NB]` or from
     single slots `slots` `[B, S]`; mask `[B, 1, Tq, S]` says which gathered keys each query sees.
-    `shared` `[P]`: blocks every sequence of the group maps first (decode only): attended once for all.
+    `stage`: exact decode queries attend their staged contiguous KV instead (no mask, no gather).
     """
 
     rows: torch.Tensor
-    mask: torch.Tensor
+    mask: torch.Tensor | None = None
     blocks: torch.Tensor | None = None
     slots: torch.Tensor | None = None
     num_queries: int = 1
     quest: bool = False
-    shared: torch.Tensor | None = None
+    stage: DecodeStage | None = None
 
 
 class ModelRunner:
@@ -53,6 +56,7 @@ class ModelRunner:
         shape = (weights.num_layers, num_blocks * block_size, weights.num_kv_heads, weights.head_dim)
         self.k = torch.zeros(shape, dtype=weights.dtype, device=weights.device)
         self.v = torch.zeros(shape, dtype=weights.dtype, device=weights.device)
+        self.stages = StageCache(self.k, self.v, block_size)
 
     @property
     def bytes_per_token(self) -> int:
@@ -74,6 +78,10 @@ class ModelRunner:
         self.k[:, idx] = kv[0]
         self.v[:, idx] = kv[1]
 
+    def release_staged(self) -> None:
+        """Drop decode stages (the engine calls this when no request is left)."""
+        self.stages.clear()
+
     # ---- forward --------------------------------------------------------------------------
     @torch.no_grad()
     def forward(self, chunks: list[Chunk]) -> torch.Tensor:
@@ -83,14 +91,19 @@ class ModelRunner:
         groups = self._groups(chunks)
         x = self.w.embed(ids)  # [N, E]
         cos, sin = self.w.rope(positions)
+        whole = len(groups) == 1 and torch.equal(groups[0].rows, torch.arange(ids.shape[0], device=dev))
         for layer in range(self.w.num_layers):
             q, k, v = self.w.qkv(layer, x, cos, sin)  # [N, H, D], [N, Hkv, D]
             self.k[layer].index_copy_(0, write, k)
             self.v[layer].index_copy_(0, write, v)
-            out = torch.empty_like(q)
-            for group in groups:
-                out[group.rows] = self._attend(layer, q, group)
+            if whole:
+                out = self._attend(layer, q, k, v, groups[0])
+            else:
+                out = torch.empty_like(q)
+                for group in groups:
+                    out[group.rows] = self._attend(layer, q, k, v, group)
             x = self.w.finish_layer(layer, x, out.reshape(x.shape[0], -1))
+        self.stages.end_step()
         ends, row = [], 0
         for chunk in chunks:
             row += chunk.num_tokens
@@ -159,37 +172,58 @@ class ModelRunner:
         return _Group(torch.tensor([r for r, _ in decode], device=dev), mask.to(dev), slots=slots.to(dev))
 
     def _decode_groups(self, decode: list[tuple[int, Chunk]]) -> list[_Group]:
-        """Sequences whose tables start with the same blocks (a GRPO group) attend that prefix once."""
+        """Exact decode attends staged KV; sequences whose tables start with the same blocks (a GRPO
+        group) attend that prefix once. Quest scores blocks gathered from the pool."""
+        if not decode:
+            return []
+        if self.attention.kind == "quest":
+            return [self._block_group(decode)]
         by_first: dict[int, list[tuple[int, Chunk]]] = {}
         for item in decode:
             by_first.setdefault(item[1].seq.block_table[0], []).append(item)
         groups, singles = [], []
         for members in by_first.values():
-            shared = _common_prefix(
-                [c.seq.block_table[: c.start // self.block_size] for _, c in members])
-            if len(members) > 1 and shared >= self.min_shared_blocks and self.attention.kind == "exact":
-                groups.append(self._block_group(members, shared))
+            shared = self._shared_blocks(members) if len(members) > 1 else []
+            if len(shared) >= self.min_shared_blocks:
+                groups.append(self._staged_group(members, shared))
             else:
                 singles.extend(members)
         if singles:
-            groups.append(self._block_group(singles, 0))
+            groups.append(self._staged_group(sorted(singles, key=lambda item: item[0]), []))
         return groups
 
-    def _block_group(self, decode: list[tuple[int, Chunk]], shared: int) -> _Group:
+    def _shared_blocks(self, members: list[tuple[int, Chunk]]) -> list[int]:
+        """Leading full blocks all members map (the reused stage's, when one matches)."""
+        seqs, starts = [c.seq for _, c in members], [c.start for _, c in members]
+        stage = self.stages.find(seqs, starts)
+        if stage is not None:
+            return stage.shared
+        tables = [c.seq.block_table[: c.start // self.block_size] for _, c in members]
+        return tables[0][: _common_prefix(tables)]
+
+    def _staged_group(self, members: list[tuple[int, Chunk]], shared: list[int]) -> _Group:
+        stage = self.stages.use([c.seq for _, c in members], [c.start for _, c in members], shared)
+        rows = torch.tensor([r for r, _ in members], device=self.k.device)
+        return _Group(rows, stage=stage)
+
+    def _block_group(self, decode: list[tuple[int, Chunk]]) -> _Group:
         dev, bs = self.k.device, self.block_size
-        tables = [c.seq.block_table[shared : c.start // bs + 1] for _, c in decode]
+        tables = [c.seq.block_table[: c.start // bs + 1] for _, c in decode]
         width = max(len(t) for t in tables)
         blocks = torch.tensor([t + [t[-1]] * (width - len(t)) for t in tables], dtype=torch.long)
-        positions = shared * bs + torch.arange(width * bs)  # [S]
+        positions = torch.arange(width * bs)  # [S]
         limit = torch.tensor([c.start for _, c in decode])[:, None]  # [B, 1]
         mask = (positions[None] <= limit)[:, None, None, :]  # [B, 1, 1, S]
         rows = torch.tensor([r for r, _ in decode], device=dev)
-        prefix = torch.tensor(decode[0][1].seq.block_table[:shared], device=dev) if shared else None
-        return _Group(rows, mask.to(dev), blocks=blocks.to(dev), quest=self.attention.kind == "quest",
-                      shared=prefix)
+        return _Group(rows, mask.to(dev), blocks=blocks.to(dev), quest=True)
 
-    def _attend(self, layer: int, q_all: torch.Tensor, g: _Group) -> torch.Tensor:
-        """Attention output `[B*Tq, H, D]` of the group's queries."""
+    def _attend(self, layer: int, q_all: torch.Tensor, k_all: torch.Tensor, v_all: torch.Tensor,
+                g: _Group) -> torch.Tensor:
+        """Attention output `[B*Tq, H, D]` of the group's queries (this step's K/V already in the pool)."""
+        if g.stage is not None:
+            g.stage.write(layer, k_all[g.rows], v_all[g.rows])
+            return g.stage.attend(layer, q_all[g.rows])
+        assert g.mask is not None
         b = g.mask.shape[0]
         q = q_all[g.rows].view(b, g.num_queries, *q_all.shape[1:]).transpose(1, 2)  # [B, H, Tq, D]
         mask = g.mask
@@ -203,17 +237,14 @@ class ModelRunner:
                 blocks, mask = self._quest_pick(layer, q, g)
             k = self._paged(self.k, layer)[blocks].flatten(1, 2)  # [B, NB*bs, Hkv, D]
             v = self._paged(self.v, layer)[blocks].flatten(1, 2)
-        if g.shared is not None:
-            out = self._attend_shared(layer, q[:, :, 0], k, v, mask, g.shared)[:, :, None]
-        else:
-            out = attend(q, k.transpose(1, 2), v.transpose(1, 2), mask)  # [B, H, Tq, D]
+        out = attend(q, k.transpose(1, 2), v.transpose(1, 2), mask)  # [B, H, Tq, D]
         return out.transpose(1, 2).reshape(-1, *q_all.shape[1:])
 
     def _paged(self, cache: torch.Tensor, layer: int) -> torch.Tensor:
         return cache[layer].view(-1, self.block_size, *cache.shape[2:])  # [blocks, bs, Hkv, D]
 
     def _quest_pick(self, layer: int, q: torch.Tensor, g: _Group) -> tuple[torch.Tensor, torch.Tensor]:
-        assert g.blocks is not None
+        assert g.blocks is not None and g.mask is not None
         b, nb, bs = g.blocks.shape[0], g.blocks.shape[1], self.block_size
         k_blocks = self._paged(self.k, layer)[g.blocks]  # [B, NB, bs, Hkv, D]
         block_mask = g.mask.view(b, nb, bs)
@@ -222,29 +253,6 @@ class ModelRunner:
         keep = quest_select_blocks(q[:, :, 0], k_blocks, block_mask[:, :, 0], self.attention.top_k_blocks)
         mask = torch.gather(block_mask, 1, keep[:, :, None].expand(-1, -1, bs)).view(b, 1, 1, -1)
         return torch.gather(g.blocks, 1, keep), mask
-
-    def _attend_shared(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                       mask: torch.Tensor, shared: torch.Tensor) -> torch.Tensor:
-        """Cascade attention: q `[B, H, D]` over shared blocks (gathered once) and own keys, merged."""
-        b, h, d = q.shape
-        hkv = k.shape[2]
-        scale = d**-0.5
-        qg = q.view(b, hkv, h // hkv, d).transpose(0, 1).reshape(hkv, -1, d)  # [Hkv, B*G, D]
-        k_pre = self._paged(self.k, layer)[shared].flatten(0, 1).permute(1, 2, 0)  # [Hkv, D, P]
-        v_pre = self._paged(self.v, layer)[shared].flatten(0, 1).transpose(0, 1)  # [Hkv, P, D]
-        s_pre = torch.matmul(qg, k_pre) * scale  # [Hkv, B*G, P]
-        lse_pre = torch.logsumexp(s_pre, -1)  # [Hkv, B*G]
-        out_pre = torch.matmul(torch.exp(s_pre - lse_pre[..., None]), v_pre)  # [Hkv, B*G, D]
-        qb = q.view(b, hkv, h // hkv, d)  # [B, Hkv, G, D]
-        s_own = torch.matmul(qb, k.permute(0, 2, 3, 1)) * scale  # [B, Hkv, G, S]
-        s_own = s_own.masked_fill(~mask[:, :, 0, None, :].expand_as(s_own), float("-inf"))
-        lse_own = torch.logsumexp(s_own, -1)  # [B, Hkv, G]
-        out_own = torch.matmul(torch.exp(s_own - lse_own[..., None]), v.transpose(1, 2))  # [B, Hkv, G, D]
-        lse_pre = lse_pre.view(hkv, b, -1).transpose(0, 1)  # [B, Hkv, G]
-        out_pre = out_pre.view(hkv, b, -1, d).transpose(0, 1)  # [B, Hkv, G, D]
-        lse = torch.logaddexp(lse_pre, lse_own)
-        out = out_pre * torch.exp(lse_pre - lse)[..., None] + out_own * torch.exp(lse_own - lse)[..., None]
-        return out.reshape(b, h, d)
 
 
 def _common_prefix(tables: list[list[int]]) -> int:

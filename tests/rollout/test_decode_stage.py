@@ -1,0 +1,96 @@
+"""Decode staging: staged attention equals attention over the pool; reuse, cuts and rebuilds stay exact."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from posttrain.rollout import GenerationRequest, NativeEngine, NativeEngineConfig, SamplingParams
+from posttrain.rollout.engine.decode_stage import StageCache
+from posttrain.rollout.engine.model import attend
+from posttrain.rollout.engine.sequence import Sequence
+from tests.rollout.conftest import full_logits, prompt
+
+BS = 4  # block size
+L, SLOTS, HKV, H, D = 2, 100 * BS, 2, 4, 8
+
+
+def _seq(seq_id: int, table: list[int]) -> Sequence:
+    return Sequence(seq_id, 0, 0, [0], 1, SamplingParams(), block_table=table)
+
+
+def _reference(pool: tuple[torch.Tensor, torch.Tensor], layer: int, seq: Sequence, position: int,
+               q: torch.Tensor) -> torch.Tensor:
+    """Attention of one query `[H, D]` at `position` over the pool slots of positions 0..position."""
+    positions = torch.arange(position + 1)
+    slots = torch.tensor(seq.block_table)[positions // BS] * BS + positions % BS
+    k, v = pool[0][layer, slots].transpose(0, 1), pool[1][layer, slots].transpose(0, 1)  # [Hkv, S, D]
+    mask = torch.ones(1, 1, 1, len(slots), dtype=torch.bool)
+    return attend(q[None, :, None], k[None], v[None], mask)[0, :, 0]  # [H, D]
+
+
+def _step(cache: StageCache, pool: tuple[torch.Tensor, torch.Tensor], seqs: list[Sequence], starts: list[int],
+          shared: list[int]) -> float:
+    """One decode step through a stage: write new KV to pool and stage; max error vs the reference."""
+    gen = torch.Generator().manual_seed(sum(starts))
+    stage = cache.use(seqs, starts, shared)
+    err = 0.0
+    for layer in range(L):
+        k_new, v_new, q = (torch.randn(len(seqs), n, D, generator=gen) for n in (HKV, HKV, H))
+        for b, (seq, p) in enumerate(zip(seqs, starts, strict=True)):
+            slot = seq.block_table[p // BS] * BS + p % BS
+            pool[0][layer, slot], pool[1][layer, slot] = k_new[b], v_new[b]
+        stage.write(layer, k_new, v_new)
+        out = stage.attend(layer, q)
+        for b, (seq, p) in enumerate(zip(seqs, starts, strict=True)):
+            err = max(err, (out[b] - _reference(pool, layer, seq, p, q[b])).abs().max().item())
+    cache.end_step()
+    return err
+
+
+def test_staged_attention_equals_pool_attention_through_reuse_growth_cuts_and_rebuilds() -> None:
+    gen = torch.Generator().manual_seed(0)
+    pool = (torch.randn(L, SLOTS, HKV, D, generator=gen), torch.randn(L, SLOTS, HKV, D, generator=gen))
+    shared = [0, 1, 2]  # a 12-token prompt in blocks 0-2, then a copied partial block each
+    seqs = [_seq(i, shared + [3 + 30 * i + j for j in range(30)]) for i in range(3)]
+    cache = StageCache(pool[0], pool[1], BS)
+    starts = [13, 12, 12]
+    errors = []
+    for _ in range(70):  # past the initial capacity of 64 staged positions
+        errors.append(_step(cache, pool, seqs, starts, shared))
+        starts = [p + 1 for p in starts]
+    assert cache.counters == {"decode_stage_builds": 1, "decode_stage_cuts": 0}
+    seqs, starts = [seqs[0], seqs[2]], [starts[0], starts[2]]  # sample 1 finished
+    errors.append(_step(cache, pool, seqs, starts, shared))
+    assert cache.counters == {"decode_stage_builds": 1, "decode_stage_cuts": 1}
+    seqs[1].block_table = list(seqs[1].block_table)  # a new table object: preempted and readmitted
+    errors.append(_step(cache, pool, seqs, [p + 1 for p in starts], []))
+    assert cache.counters["decode_stage_builds"] == 2
+    assert max(errors) < 1e-5
+
+
+def test_group_with_stop_tokens_matches_samples_run_alone(qwen2: Any) -> None:
+    # samples of one group stop at different steps, so the group's stage is cut as they finish
+    ids = prompt(18)
+    params = SamplingParams(n=6, max_new_tokens=40, temperature=1.0, seed=5, stop_token_ids=(7, 11, 13))
+    engine = NativeEngine(qwen2, NativeEngineConfig(block_size=4, shared_prefix_min_blocks=1))
+    group = engine.generate([GenerationRequest(prompt_ids=ids, params=params)])[0].samples
+    assert len({len(s.token_ids) for s in group}) > 1
+    assert engine.stats()["decode_stage_cuts"] > 0
+    for j, sample in enumerate(group):
+        alone_params = params.model_copy(update={"n": 1, "seed": 5 + j})
+        alone = NativeEngine(qwen2, NativeEngineConfig(block_size=4)).generate(
+            [GenerationRequest(prompt_ids=ids, params=alone_params)])[0].samples[0]
+        assert alone.token_ids == sample.token_ids
+        logits = full_logits(qwen2, ids + sample.token_ids)[len(ids) - 1 : -1]
+        expected = torch.log_softmax(logits, -1).gather(-1, torch.tensor(sample.token_ids)[:, None])[:, 0]
+        assert (torch.tensor(sample.logprobs) - expected).abs().max().item() < 1e-4
+
+
+def test_decode_reuses_its_stage_between_steps(qwen2: Any) -> None:
+    engine = NativeEngine(qwen2, NativeEngineConfig(block_size=4))
+    params = SamplingParams(n=3, max_new_tokens=12, temperature=0.0)
+    engine.generate([GenerationRequest(prompt_ids=prompt(10), params=params)])
+    stats = engine.stats()
+    assert stats["decode_stage_builds"] <= 2 < stats["steps"]
