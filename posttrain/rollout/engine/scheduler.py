@@ -4,9 +4,9 @@ Each step takes, in admission order, one token from every decoding sequence, the
 sequences still prefilling until `max_prefill_tokens` is used, then admits waiting sequences (longest
 cached prefix first mapped, the rest computed). Admission matches the prompt (all but its last token,
 whose logits are needed) in the radix cache, reloads offloaded parts, maps fully matched blocks
-shared and copies a partly matched last block (copy-on-write). A waiting sequence whose first block
-of tokens equals that of a sequence still prefilling waits for it, so a shared prompt is computed
-once. When blocks run out the scheduler first evicts unlocked cached prefixes (to host/disk when
+shared and copies a partly matched last block (copy-on-write). A waiting sequence that shares more
+of its prompt with a sequence still prefilling than that one took from the cache waits for it, so a
+shared prompt is computed once; the rest of a GRPO group then joins in one step. When blocks run out the scheduler first evicts unlocked cached prefixes (to host/disk when
 tiers exist), then preempts the most recently admitted sequence: its computed KV goes into the cache
 (from where it is reloaded or recomputed) and it returns to the head of the queue.
 Guarantees: a sequence holds at most one partly filled block beyond its tokens (waste < 1 block);
@@ -112,10 +112,20 @@ class Scheduler:
         if not self.prefix_caching:
             return False
         head = seq.token_ids[: self.pool.block_size]
-        return any(
-            r.num_computed < r.prompt_len and r.token_ids[: self.pool.block_size] == head
-            for r in self.running
-        )
+        return any(r.token_ids[: self.pool.block_size] == head and self._will_cache_for(r, seq)
+                   for r in self.running)
+
+    @staticmethod
+    def _will_cache_for(r: Sequence, seq: Sequence) -> bool:
+        """Whether prefilling `r` is about to cache prompt tokens beyond its reused ones that `seq` can match.
+
+        `seq` matches all but its last token, so a sample of a group whose prompt is already cached
+        (it reused all but the last token) is nothing to wait for.
+        """
+        m = r.num_reused
+        if r.prompt_cached or m >= r.prompt_len or m + 1 >= seq.num_tokens:
+            return False
+        return seq.token_ids[: m + 1] == r.token_ids[: m + 1]
 
     def _try_admit(self, seq: Sequence, budget: int) -> Chunk | None:
         node = self._match_and_lock(seq)
@@ -142,7 +152,7 @@ class Scheduler:
             block = self.pool.allocate()
             self.radix.mover.copy_block_prefix(path[matched - 1], block, matched % bs)
             table.append(block)
-        seq.block_table, seq.num_computed, seq.lock_node = table, matched, node
+        seq.block_table, seq.num_computed, seq.lock_node, seq.num_reused = table, matched, node, matched
         seq.status = SeqStatus.RUNNING
         self.counters["cached_tokens"] += min(matched, seq.prompt_len)
         self.running.append(seq)

@@ -34,6 +34,8 @@ class Sequence:
     status: SeqStatus = SeqStatus.WAITING
     block_table: list[int] = field(default_factory=list)
     num_computed: int = 0
+    num_reused: int = 0
+    """Leading tokens taken from the prefix cache at (the latest) admission."""
     lock_node: Any = None
     logprobs: list[float] = field(default_factory=list)
     logits_trace: list[Any] = field(default_factory=list)
