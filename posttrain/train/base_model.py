@@ -3,8 +3,10 @@
 `build_tiny_base` is deterministic for a given config and domain set: it trains a byte-level BPE
 tokenizer (digits split individually, so arithmetic stays learnable) on rendered tasks, then fine-tunes
 a randomly initialised Qwen2 on `Q: <prompt>\nA: <answer><eos>` with the loss on answer tokens only, and
-stops as soon as the mean greedy pass rate over the domains reaches `stop_pass_rate` — leaving headroom
-for RL. The result is an ordinary HF directory (`save_pretrained`), cached by a hash of its inputs.
+stops as soon as the mean greedy pass rate over the domains reaches `stop_pass_rate` and every domain
+reaches `min_domain_pass_rate` — leaving headroom for RL everywhere. The SFT mixture is rebalanced at each
+evaluation towards the domains furthest below `mix_ceiling` (`sft_mixture`), so easy domains do not end
+near 100% while hard ones stay near 0%, where a group of samples rarely holds a success to learn from. The result is an ordinary HF directory (`save_pretrained`), cached by a hash of its inputs.
 Not here: any real LLM (see `posttrain.train.models`).
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import random
 import shutil
@@ -28,7 +31,7 @@ from posttrain.tasks.pool import TaskPool
 from posttrain.train.prompting import TINY_CHAT_TEMPLATE, render_prompt_ids
 from posttrain.types import Task
 
-BUILD_VERSION = 2
+BUILD_VERSION = 3
 """Bumped whenever the recipe changes, so stale cached models are not reused."""
 
 
@@ -55,14 +58,22 @@ class TinyBaseConfig(StrictModel):
     """Peak AdamW learning rate."""
     warmup_steps: int = 30
     """Linear warm-up steps."""
+    min_lr_ratio: float = Field(0.1, ge=0.0, le=1.0)
+    """After warm-up the LR decays along a cosine to this fraction of `lr` at `max_steps`."""
     eval_every: int = 100
     """Steps between greedy evaluations."""
-    eval_tasks_per_domain: int = 16
+    eval_tasks_per_domain: int = 32
     """Eval-split tasks per domain for the stopping rule."""
     stop_pass_rate: float = Field(0.25, gt=0.0, lt=1.0)
     """Stop SFT once the mean greedy pass rate over domains reaches this."""
     min_steps: int = 300
     """Never stop before this many steps."""
+    min_domain_pass_rate: float = Field(0.1, ge=0.0, lt=1.0)
+    """Stop only once every domain's greedy pass rate is at least this (RL needs successes to learn from)."""
+    mix_ceiling: float = Field(0.6, gt=0.0, le=1.0)
+    """A domain's share of SFT examples grows with how far its pass rate is below this."""
+    mix_floor: float = Field(0.15, ge=0.0)
+    """Share every domain keeps before normalising, so domains past the ceiling are not forgotten."""
     tokenizer_corpus: int = 6000
     """Rendered train tasks used to fit the tokenizer."""
     seed: int = 0
@@ -133,29 +144,49 @@ def sft_batch(tokenizer: Any, tasks: Sequence[Task]) -> tuple[torch.Tensor, torc
     return input_ids, mask, labels
 
 
-EvalFn = Callable[[Any, Any], float]
-"""(model, tokenizer) -> mean greedy pass rate over the build's domains."""
+def sft_lr_multiplier(step: int, config: TinyBaseConfig) -> float:
+    """Linear warm-up, then cosine decay to `min_lr_ratio` at `max_steps` (step is 0-based)."""
+    if step < config.warmup_steps:
+        return (step + 1) / config.warmup_steps
+    progress = min((step - config.warmup_steps) / max(config.max_steps - config.warmup_steps, 1), 1.0)
+    return config.min_lr_ratio + (1.0 - config.min_lr_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+EvalFn = Callable[[Any, Any], dict[str, float]]
+"""(model, tokenizer) -> greedy pass rate per domain of the build."""
+Draw = Callable[[random.Random, int, dict[str, float]], list[Task]]
+"""(rng, n, mixture) -> n train tasks, domains drawn by the mixture's weights."""
+
+
+def sft_mixture(pass_rates: dict[str, float], ceiling: float, floor: float) -> dict[str, float]:
+    """Sampling weights for the next SFT examples: floor + normalised gap below the ceiling, summing to 1.
+
+    E.g. ceiling 0.6, floor 0.15: pass rates (0.0, 0.3, 0.9) -> raw (1.15, 0.65, 0.15) -> (0.59, 0.33, 0.08).
+    """
+    raw = {d: floor + max(ceiling - p, 0.0) / ceiling for d, p in pass_rates.items()}
+    total = sum(raw.values())
+    return {d: w / total for d, w in raw.items()}
 
 
 def run_sft(
     config: TinyBaseConfig,
     model: Any,
     tokenizer: Any,
-    draw: Callable[[random.Random, int], list[Task]],
+    draw: Draw,
     eval_fn: EvalFn,
+    domain_ids: Sequence[str],
     log: Callable[[str], None] = print,
-) -> list[dict[str, float]]:
-    """SFT until the eval pass rate reaches the stopping threshold; returns the eval history."""
+) -> list[dict[str, Any]]:
+    """SFT until the stopping rule holds (see the module docstring); returns the eval history."""
     rng = random.Random(config.seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.01)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min(1.0, (s + 1) / config.warmup_steps)
-    )
-    history: list[dict[str, float]] = []
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: sft_lr_multiplier(s, config))
+    history: list[dict[str, Any]] = []
+    mixture = {d: 1.0 / len(domain_ids) for d in domain_ids}
     start = time.perf_counter()
     for step in range(1, config.max_steps + 1):
         model.train()
-        input_ids, mask, labels = sft_batch(tokenizer, draw(rng, config.batch_size))
+        input_ids, mask, labels = sft_batch(tokenizer, draw(rng, config.batch_size, mixture))
         loss = model(input_ids=input_ids, attention_mask=mask, labels=labels).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -163,12 +194,14 @@ def run_sft(
         schedule.step()
         optimizer.zero_grad(set_to_none=True)
         if step % config.eval_every == 0 or step == config.max_steps:
-            pass_rate = eval_fn(model, tokenizer)
-            history.append({"step": step, "loss": loss.item(), "pass_rate": pass_rate})
-            log(f"sft step {step}: loss {loss.item():.3f}, pass rate {pass_rate:.3f}, "
-                f"{time.perf_counter() - start:.0f} s")
-            if step >= config.min_steps and pass_rate >= config.stop_pass_rate:
+            rates = eval_fn(model, tokenizer)
+            pass_rate, lowest = sum(rates.values()) / len(rates), min(rates.values())
+            history.append({"step": step, "loss": loss.item(), "pass_rate": pass_rate, "domains": rates})
+            log(f"sft step {step}: loss {loss.item():.3f}, pass rate {pass_rate:.3f} (lowest domain "
+                f"{lowest:.3f}), {time.perf_counter() - start:.0f} s")
+            if step >= config.min_steps and pass_rate >= config.stop_pass_rate and lowest >= config.min_domain_pass_rate:
                 break
+            mixture = sft_mixture(rates, config.mix_ceiling, config.mix_floor)
     return history
 
 
@@ -184,13 +217,16 @@ def build_tiny_base(
     torch.manual_seed(config.seed)
     rng = random.Random(config.seed)
 
-    def draw(r: random.Random, n: int) -> list[Task]:
-        return [pool.sample(r.choice(list(domain_ids)), 1, "train", r)[0] for _ in range(n)]
+    def draw(r: random.Random, n: int, mixture: dict[str, float]) -> list[Task]:
+        names = list(mixture)
+        chosen = r.choices(names, weights=[mixture[d] for d in names], k=n)
+        return [pool.sample(d, 1, "train", r)[0] for d in chosen]
 
-    corpus = [f"Q: {t.prompt_text()}\nA: {t.answer}" for t in draw(rng, config.tokenizer_corpus)]
+    uniform = {d: 1.0 for d in domain_ids}
+    corpus = [f"Q: {t.prompt_text()}\nA: {t.answer}" for t in draw(rng, config.tokenizer_corpus, uniform)]
     tokenizer = train_tokenizer(corpus, config.vocab_size)
     model = new_model(config, tokenizer)
-    history = run_sft(config, model, tokenizer, draw, eval_fn, log)
+    history = run_sft(config, model, tokenizer, draw, eval_fn, domain_ids, log)
     tmp = out_dir.with_name(out_dir.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)
@@ -227,10 +263,10 @@ def _greedy_pass_rate(pool: TaskPool, domain_ids: Sequence[str], config: TinyBas
     def score(pairs: Sequence[tuple[Task, str]]) -> list[Any]:
         return [verifiers[t.domain_id].score(t, r) for t, r in pairs]
 
-    def pass_rate(model: Any, tokenizer: Any) -> float:
+    def pass_rate(model: Any, tokenizer: Any) -> dict[str, float]:
         model.eval()
         result = evaluate(NativeEngine(model), tokenizer, pool, domain_ids, score, config.eval_tasks_per_domain)
-        return sum(r.pass_rate for r in result.values()) / len(result)
+        return {d: r.pass_rate for d, r in result.items()}
 
     return pass_rate
 

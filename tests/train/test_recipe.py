@@ -29,3 +29,13 @@ def test_policy_temperature_follows_the_rollout_temperature() -> None:
 def test_contradicting_temperatures_are_refused() -> None:
     with pytest.raises(ValidationError, match="policy.temperature must equal rollout.temperature"):
         TrainConfig.model_validate({"rollout": {"temperature": 0.7}, "policy": {"temperature": 1.0}})
+
+
+def test_sft_lr_warms_up_then_decays_to_the_floor() -> None:
+    from posttrain.train.base_model import TinyBaseConfig, sft_lr_multiplier
+
+    config = TinyBaseConfig(warmup_steps=10, max_steps=110, min_lr_ratio=0.1)
+    assert sft_lr_multiplier(0, config) == pytest.approx(0.1)      # 1/10 of the way up
+    assert sft_lr_multiplier(10, config) == pytest.approx(1.0)     # cosine starts at the peak
+    assert sft_lr_multiplier(60, config) == pytest.approx(0.55)    # half way: 0.1 + 0.9 * 0.5
+    assert sft_lr_multiplier(110, config) == pytest.approx(0.1)    # the floor
