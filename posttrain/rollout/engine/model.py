@@ -99,5 +99,5 @@ class CausalLMWeights:
 
 
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """SDPA with an explicit boolean mask: q `[B, H, Tq, D]`, k/v `[B, Hkv, S, D]`, mask `[B, 1, Tq, S]`."""
+    """SDPA with an explicit mask (boolean or additive): q `[B, H, Tq, D]`, k/v `[B, Hkv, S, D]`, mask `[B, 1, Tq, S]`."""
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=q.shape[1] != k.shape[1])

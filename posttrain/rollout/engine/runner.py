@@ -31,7 +31,8 @@ class _Group:
     """Queries of one attention call over gathered keys.
 
     rows: positions in the flat step `[B*Tq]`; keys come from whole blocks `blocks` `[B, NB]` or from
-    single slots `slots` `[B, S]`; mask `[B, 1, Tq, S]` says which gathered keys each query sees.
+    single slots `slots` `[B, S]`; mask `[B, 1, Tq, S]` says which gathered keys each query sees (boolean
+    for decode, additive 0 / -inf for prefill chunks).
     `stage`: exact decode queries attend their staged contiguous KV instead (no mask, no gather).
     """
 
@@ -153,12 +154,13 @@ class ModelRunner:
             keys = key_positions(self.attention, c.start, c.num_tokens)  # [S]
             mask = chunk_mask(self.attention, keys, c.start, c.num_tokens)  # [Tq, S]
             slots = self._slots_of(c.seq.block_table, keys)
-            return _Group(rows, mask[None, None].to(dev), slots=slots[None].to(dev), num_queries=c.num_tokens)
+            return _Group(rows, _additive(mask[None, None].to(dev), self.k.dtype), slots=slots[None].to(dev),
+                          num_queries=c.num_tokens)
         num_blocks = -(-(c.start + c.num_tokens) // self.block_size)
         keys = torch.arange(num_blocks * self.block_size)
         mask = chunk_mask(self.attention, keys, c.start, c.num_tokens)  # [Tq, S]
         blocks = torch.tensor(c.seq.block_table[:num_blocks], device=dev)
-        return _Group(rows, mask[None, None].to(dev), blocks=blocks[None], num_queries=c.num_tokens)
+        return _Group(rows, _additive(mask[None, None].to(dev), self.k.dtype), blocks=blocks[None], num_queries=c.num_tokens)
 
     def _window_group(self, decode: list[tuple[int, Chunk]]) -> _Group:
         dev = self.k.device
@@ -253,6 +255,11 @@ class ModelRunner:
         keep = quest_select_blocks(q[:, :, 0], k_blocks, block_mask[:, :, 0], self.attention.top_k_blocks)
         mask = torch.gather(block_mask, 1, keep[:, :, None].expand(-1, -1, bs)).view(b, 1, 1, -1)
         return torch.gather(g.blocks, 1, keep), mask
+
+
+def _additive(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A boolean mask as the additive mask SDPA would otherwise build again in every layer."""
+    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill_(~mask, float("-inf"))
 
 
 def _common_prefix(tables: list[list[int]]) -> int:
