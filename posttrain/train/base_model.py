@@ -84,8 +84,11 @@ def cache_root() -> Path:
     return Path(os.environ.get("POSTTRAIN_CACHE", Path.home() / ".cache" / "posttrain"))
 
 
-def cache_key(config: TinyBaseConfig, domain_ids: Sequence[str], data_seed: int) -> str:
-    blob = json.dumps([BUILD_VERSION, config.model_dump(), sorted(domain_ids), data_seed], sort_keys=True)
+def cache_key(config: TinyBaseConfig, domain_ids: Sequence[str], data_seed: int, eval_fraction: float) -> str:
+    """Hash of everything the build depends on (the split fraction decides which tasks SFT may see)."""
+    blob = json.dumps(
+        [BUILD_VERSION, config.model_dump(), sorted(domain_ids), data_seed, eval_fraction], sort_keys=True
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -244,7 +247,7 @@ def ensure_tiny_base(config: TinyBaseConfig, domains: Any, log: Callable[[str], 
 
     pool = TaskPool(DomainRegistry.from_config(domains), seed=domains.seed, eval_fraction=domains.eval_fraction)
     domain_ids = pool.registry.ids()
-    out_dir = cache_root() / f"tiny-{cache_key(config, domain_ids, domains.seed)}"
+    out_dir = cache_root() / f"tiny-{cache_key(config, domain_ids, domains.seed, domains.eval_fraction)}"
     if (out_dir / "build.json").is_file():
         log(f"using cached tiny base model {out_dir}")
         return out_dir

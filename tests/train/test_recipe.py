@@ -39,3 +39,12 @@ def test_sft_lr_warms_up_then_decays_to_the_floor() -> None:
     assert sft_lr_multiplier(10, config) == pytest.approx(1.0)     # cosine starts at the peak
     assert sft_lr_multiplier(60, config) == pytest.approx(0.55)    # half way: 0.1 + 0.9 * 0.5
     assert sft_lr_multiplier(110, config) == pytest.approx(0.1)    # the floor
+
+
+def test_base_model_cache_key_changes_with_the_split() -> None:
+    from posttrain.train.base_model import TinyBaseConfig, cache_key
+
+    config, ids = TinyBaseConfig(), ["math/arithmetic/add@easy"]
+    assert cache_key(config, ids, 0, 0.1) == cache_key(config, ids, 0, 0.1)
+    assert cache_key(config, ids, 0, 0.1) != cache_key(config, ids, 0, 0.25)
+    assert cache_key(config, ids, 0, 0.1) != cache_key(config, ids, 1, 0.1)
