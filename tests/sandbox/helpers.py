@@ -82,3 +82,12 @@ def run_leftovers(before: list[int], after: list[int]) -> list[int]:
         if SUPERVISOR_MOUNT.encode() not in cmdline:
             left.append(pid)
     return left
+
+
+def proc_state(pid: int) -> str:
+    """The state letter of `pid` from /proc ("Z" for a zombie), or "gone"."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"

@@ -16,7 +16,7 @@ from posttrain.sandbox import (
     run_sync,
 )
 
-from .helpers import PY, requires_bwrap, run, spec
+from .helpers import PY, proc_state, requires_bwrap, run, spec
 
 
 @requires_bwrap
@@ -159,6 +159,10 @@ def test_pool_replaces_a_sandbox_whose_supervisor_died() -> None:
             async with pool.acquire() as sb:
                 assert sb.session is not None and sb.session.proc is not None
                 os.killpg(sb.session.proc.pid, signal.SIGKILL)
+                # The kill lands asynchronously; once bwrap is a zombie its exit has SIGKILLed the
+                # supervisor (die-with-parent), which can then answer nothing.
+                while proc_state(sb.session.proc.pid) != "Z":
+                    await asyncio.sleep(0.005)
                 first = await sb.exec(["true"])
             second = await pool.run(["true"])
             return first.status, second.status, pool.stats.replaced

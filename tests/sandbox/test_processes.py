@@ -10,7 +10,7 @@ import subprocess
 from posttrain.sandbox import Sandbox, run_sync
 from posttrain.sandbox.host import host_features
 
-from .helpers import PY, py, requires_bwrap, requires_root, run, run_leftovers, sh, spec
+from .helpers import PY, proc_state, py, requires_bwrap, requires_root, run, run_leftovers, sh, spec
 
 pytestmark = requires_bwrap
 
@@ -111,14 +111,6 @@ def test_orphans_and_zombies_are_reaped_and_cgroup_is_empty_after_run() -> None:
     assert set(before) <= set(after) and run_leftovers(before, after) == []  # supervisor and bwrap remain
 
 
-def _state(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return "gone"
-
-
 def test_a_run_after_the_prepared_child_was_killed_still_runs() -> None:
     async def go() -> tuple[int, bytes]:
         async with Sandbox.create(spec()) as sb:
@@ -129,7 +121,7 @@ def test_a_run_after_the_prepared_child_was_killed_still_runs() -> None:
             prepared = [p for p in sb.ctx.cgroup.pids() if p not in before]
             for pid in prepared:
                 os.kill(pid, signal.SIGKILL)
-                while _state(pid) not in ("Z", "gone"):  # dead (a zombie until the supervisor reaps it)
+                while proc_state(pid) not in ("Z", "gone"):  # dead (a zombie until the supervisor reaps it)
                     await asyncio.sleep(0.01)
             return len(prepared), (await sb.exec(["echo", "fine"])).stdout
 
@@ -253,8 +245,9 @@ def test_all_capabilities_are_dropped() -> None:
     assert len(values) == 4 and set(values) == {"0000000000000000"}
 
 
-def _sandbox_uid_processes(owner: int) -> int:
-    """Processes running as the sandbox uid in cgroups of the host process `owner` (others may run sandboxes too)."""
+def _sandbox_uid_processes(owner: int, argv0: bytes = b"") -> int:
+    """Processes running as the sandbox uid in cgroups of the host process `owner` (others may run
+    sandboxes too), only those whose argv[0] is `argv0` when given."""
     from pathlib import Path
 
     uid = host_features().run_as_uid
@@ -264,9 +257,10 @@ def _sandbox_uid_processes(owner: int) -> int:
         try:
             line = next(x for x in (proc / "status").read_text().splitlines() if x.startswith("Uid:"))
             cgroups = (proc / "cgroup").read_text()
+            name = (proc / "cmdline").read_bytes().split(b"\0")[0]
         except (OSError, StopIteration):
             continue
-        count += int(line.split()[1]) == uid and marker in cgroups
+        count += int(line.split()[1]) == uid and marker in cgroups and argv0 in (b"", name)
     return count
 
 
@@ -282,9 +276,10 @@ def test_sandbox_dies_with_the_host_process() -> None:
     script = "from posttrain.sandbox import run_sync, SandboxSpec\nrun_sync(['sleep', '60'], SandboxSpec(timeout_s=120))"
     host = subprocess.Popen([sys.executable, "-c", script])
     deadline = time.monotonic() + 20
-    while _sandbox_uid_processes(host.pid) == 0 and time.monotonic() < deadline:
+    # Wait for the program itself: bwrap arms die-with-parent during its start-up.
+    while _sandbox_uid_processes(host.pid, b"sleep") == 0 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _sandbox_uid_processes(host.pid) > 0  # the sandboxed sleep is running
+    assert _sandbox_uid_processes(host.pid, b"sleep") > 0  # the sandboxed sleep is running
     host.kill()
     host.wait()
     deadline = time.monotonic() + 5
