@@ -73,11 +73,14 @@ class PolicyConfig(StrictModel):
 
 def lr_multiplier(step: int, config: PolicyConfig) -> float:
     """LR factor for optimizer step `step` (0-based): linear warmup, then constant or cosine."""
-    if step < config.warmup_steps:
-        return (step + 1) / config.warmup_steps
     if config.lr_schedule == "constant":
-        return 1.0
-    span = max(config.decay_steps - config.warmup_steps, 1)
-    progress = min((step - config.warmup_steps) / span, 1.0)
-    floor = config.min_lr_ratio
-    return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
+        return min(1.0, (step + 1) / config.warmup_steps) if config.warmup_steps else 1.0
+    return warmup_cosine(step, config.warmup_steps, config.decay_steps, config.min_lr_ratio)
+
+
+def warmup_cosine(step: int, warmup_steps: int, decay_steps: int, min_ratio: float) -> float:
+    """Linear warmup over `warmup_steps`, then cosine decay to `min_ratio` at `decay_steps` (0-based step)."""
+    if step < warmup_steps:
+        return (step + 1) / warmup_steps
+    progress = min((step - warmup_steps) / max(decay_steps - warmup_steps, 1), 1.0)
+    return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))

@@ -6,7 +6,8 @@ a randomly initialised Qwen2 on `Q: <prompt>\nA: <answer><eos>` with the loss on
 stops as soon as the mean greedy pass rate over the domains reaches `stop_pass_rate` and every domain
 reaches `min_domain_pass_rate` — leaving headroom for RL everywhere. The SFT mixture is rebalanced at each
 evaluation towards the domains furthest below `mix_ceiling` (`sft_mixture`), so easy domains do not end
-near 100% while hard ones stay near 0%, where a group of samples rarely holds a success to learn from. The result is an ordinary HF directory (`save_pretrained`), cached by a hash of its inputs.
+near 100% while hard ones stay near 0%, where a group of samples rarely holds a success to learn from.
+The result is an ordinary HF directory (`save_pretrained`), cached by a hash of its inputs.
 Not here: any real LLM (see `posttrain.train.models`).
 """
 
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import random
 import shutil
@@ -28,6 +28,7 @@ from pydantic import Field
 
 from posttrain.config import StrictModel
 from posttrain.tasks.pool import TaskPool
+from posttrain.train._policy_config import warmup_cosine
 from posttrain.train.prompting import TINY_CHAT_TEMPLATE, render_prompt_ids
 from posttrain.types import Task
 
@@ -149,10 +150,7 @@ def sft_batch(tokenizer: Any, tasks: Sequence[Task]) -> tuple[torch.Tensor, torc
 
 def sft_lr_multiplier(step: int, config: TinyBaseConfig) -> float:
     """Linear warm-up, then cosine decay to `min_lr_ratio` at `max_steps` (step is 0-based)."""
-    if step < config.warmup_steps:
-        return (step + 1) / config.warmup_steps
-    progress = min((step - config.warmup_steps) / max(config.max_steps - config.warmup_steps, 1), 1.0)
-    return config.min_lr_ratio + (1.0 - config.min_lr_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+    return warmup_cosine(step, config.warmup_steps, config.max_steps, config.min_lr_ratio)
 
 
 EvalFn = Callable[[Any, Any], dict[str, float]]
@@ -202,7 +200,8 @@ def run_sft(
             history.append({"step": step, "loss": loss.item(), "pass_rate": pass_rate, "domains": rates})
             log(f"sft step {step}: loss {loss.item():.3f}, pass rate {pass_rate:.3f} (lowest domain "
                 f"{lowest:.3f}), {time.perf_counter() - start:.0f} s")
-            if step >= config.min_steps and pass_rate >= config.stop_pass_rate and lowest >= config.min_domain_pass_rate:
+            enough = pass_rate >= config.stop_pass_rate and lowest >= config.min_domain_pass_rate
+            if step >= config.min_steps and enough:
                 break
             mixture = sft_mixture(rates, config.mix_ceiling, config.mix_floor)
     return history
