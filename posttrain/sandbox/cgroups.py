@@ -69,7 +69,11 @@ def sweep_stale(bases: list[Path]) -> int:
             owner = prefix.name.rsplit("-", 1)[-1]
             if not owner.isdigit() or Path(f"/proc/{owner}").exists():
                 continue
-            for leaf in [p for p in prefix.iterdir() if p.is_dir()]:
+            try:
+                leaves = [p for p in prefix.iterdir() if p.is_dir()]
+            except OSError:
+                continue  # another process swept it first
+            for leaf in leaves:
                 try:
                     _kill_and_wait([leaf], 2.0)
                     _rmdir(leaf)
@@ -106,6 +110,37 @@ def _keyed(path: Path, key: str) -> int:
     except (OSError, ValueError):
         pass
     return 0
+
+
+class _Counter:
+    """One `key value` line of a cgroup stats file, read through a descriptor kept open.
+
+    A run reads its group's OOM counter twice; `pread` on an open descriptor is one system call
+    where opening the path again costs a lookup, an open and a close each time.
+    """
+
+    def __init__(self, path: Path, key: str) -> None:
+        self.path = path
+        self.key = key.encode()
+        self.fd: int | None = None
+
+    def read(self) -> int:
+        try:
+            if self.fd is None:
+                self.fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            data = os.pread(self.fd, 8192, 0)
+        except OSError:
+            return 0
+        for line in data.split(b"\n"):
+            name, _, value = line.partition(b" ")
+            if name == self.key:
+                return int(value)
+        return 0
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 def _procs(path: Path) -> list[int]:
@@ -147,6 +182,7 @@ def _rmdir(path: Path) -> None:
 class V1Group:
     dirs: dict[str, Path]  # controller -> directory
     cpu_capped: bool = False
+    _oom: _Counter | None = field(default=None, repr=False)
 
     def set_limits(self, limits: Limits) -> None:
         memory = self.dirs["memory"]
@@ -175,7 +211,9 @@ class V1Group:
         return sorted({pid for d in self.dirs.values() for pid in _procs(d)})
 
     def oom_kills(self) -> int:
-        return _keyed(self.dirs["memory"] / "memory.oom_control", "oom_kill")
+        if self._oom is None:
+            self._oom = _Counter(self.dirs["memory"] / "memory.oom_control", "oom_kill")
+        return self._oom.read()
 
     def cpu_usage_ms(self) -> float:
         acct = self.dirs.get("cpuacct")
@@ -186,6 +224,8 @@ class V1Group:
 
     def close(self) -> None:
         self.kill_all()
+        if self._oom is not None:
+            self._oom.close()
         for path in self.dirs.values():
             _rmdir(path)
 
@@ -224,6 +264,7 @@ class V1Manager:
 @dataclass
 class V2Group:
     path: Path
+    _oom: _Counter | None = field(default=None, repr=False)
 
     def set_limits(self, limits: Limits) -> None:
         _write(self.path / "memory.max", str(limits.memory_bytes))
@@ -241,7 +282,9 @@ class V2Group:
         return _procs(self.path)
 
     def oom_kills(self) -> int:
-        return _keyed(self.path / "memory.events", "oom_kill")
+        if self._oom is None:
+            self._oom = _Counter(self.path / "memory.events", "oom_kill")
+        return self._oom.read()
 
     def cpu_usage_ms(self) -> float:
         return _keyed(self.path / "cpu.stat", "usage_usec") / 1000.0
@@ -254,6 +297,8 @@ class V2Group:
 
     def close(self) -> None:
         self.kill_all()
+        if self._oom is not None:
+            self._oom.close()
         _rmdir(self.path)
 
 

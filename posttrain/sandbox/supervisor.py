@@ -2,7 +2,8 @@
 
 This file runs in two places. Inside a bubblewrap sandbox it is PID 1 of the sandbox's PID namespace
 (`python3 -I -S supervisor.py`): it reads run requests from fd 0, execs each program in a child that
-was forked and given its rlimits after the previous run (`Prepared`), collects head+tail output,
+was forked, given its rlimits and left waiting in `/bin/sh` after the previous run (`Prepared`; a
+plain fork where that cannot run the request exactly), collects head+tail output,
 enforces the wall timeout, then kills every other process in the namespace and reaps them all before
 it answers on fd 1. As PID 1 it cannot be signalled from inside the namespace, and it marks itself
 non-dumpable so sandboxed code cannot read or write its memory. On the host, `collect` is reused to
@@ -10,7 +11,7 @@ drive one-shot and `local` runs.
 
 Guarantees: after a reply, no process of the run is left (everything else in the namespace is killed
 and reaped; the only other process is then the next prepared child, which has run nothing but this
-file); output is bounded by `max_output` per stream; a program that prints more than `output_limit`
+file and the shell); output is bounded by `max_output` per stream; a program that prints more than `output_limit`
 in total is killed. Not here: cgroups, namespaces, seccomp (set up by the host before this starts).
 """
 
@@ -19,9 +20,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import resource
 import select
+import shlex
 import signal
+import stat
 import struct
 import sys
 import time
@@ -29,6 +33,8 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 HEADER = struct.Struct(">I")
+PREPARE_AFTER_MS = 2
+"""How long the request stream must stay quiet after a reply before the next prepared child is forked."""
 
 
 class OutputCapture:
@@ -272,12 +278,18 @@ def _exec_child(request: dict[str, Any], path: str, stdin_r: int, out_w: int, er
 
 
 class Prepared:
-    """A child forked and set up between runs, waiting on a control pipe for the next run's argv and env.
+    """A child forked and set up between runs, waiting in `/bin/sh` for the next run's command.
 
     Forking the supervisor costs about 1 ms on a loaded host (page tables, copy-on-write faults, a trip
-    through the run queue); a prepared child takes that off the next run's critical path. It is forked
-    only after the previous run's processes were all killed and reaped, runs nothing but this file
-    until it execs the program, and is used only by a run with the same rlimits and cwd it applied.
+    through the run queue), and exec from a forked Python process costs another 1-2 ms here: the
+    kernel tears down its copy of the interpreter's memory and the supervisor pays a copy-on-write
+    fault (about 5 us) for every page it writes until then. A prepared child pays all of that
+    between runs: it is forked after the previous run's processes were all killed and reaped, sets up
+    (`_child_setup`) and execs `/bin/sh` (dash: a few hundred KiB), which blocks sourcing a pipe. A
+    run writes its command there (`shell_command`) and the shell execs the program, an exec from a
+    tiny process. It runs only a run with the same rlimits and cwd it applied, whose environment
+    dash can pass on exactly and whose program the kernel can exec directly; anything else is forked
+    for as usual.
     """
 
     def __init__(self, limits: list[Any], cwd: str) -> None:
@@ -285,53 +297,103 @@ class Prepared:
         stdin_r, self.stdin_w = os.pipe()
         self.out_r, out_w = os.pipe()
         self.err_r, err_w = os.pipe()
-        ctl_r, self.ctl_w = os.pipe()
+        cmd_r, self.cmd_w = os.pipe()
         self.pid = os.fork()
         if self.pid == 0:
-            os.close(self.ctl_w)  # else the child would never see EOF on an abandoned control pipe
-            _prepared_child(limits, cwd, ctl_r, stdin_r, out_w, err_w)
-        for fd in (stdin_r, out_w, err_w, ctl_r):
+            _prepared_child(limits, (stdin_r, out_w, err_w), cmd_r)
+        for fd in (stdin_r, out_w, err_w, cmd_r):
             os.close(fd)
-
         self.started = False
 
-    def start(self, path: str, request: dict[str, Any]) -> tuple[int, int, int, int]:
-        """Send the run; (pid, stdin, stdout, stderr) as `run_request` would have made them."""
-        order = json.dumps({"path": path, "argv": request["argv"], "env": request["env"]}).encode()
-        view = memoryview(order)
-        while view:
-            view = view[os.write(self.ctl_w, view) :]  # OSError if it died: the caller drops it
+    def start(self, path: str, request: dict[str, Any]) -> tuple[int, int, int, int] | None:
+        """Hand the run to the waiting shell: (pid, stdin, stdout, stderr) as `run_request` would
+        make them, or None (and the child retired) where it must be forked for instead."""
+        script = shell_command(path, request) if _order_key(request) == self.key else None
+        if script is None:
+            self.drop()
+            return None
+        try:
+            _write_all(self.cmd_w, script)
+        except OSError:  # it died while waiting (e.g. OOM-killed between runs)
+            self.drop()
+            return None
+        os.close(self.cmd_w)
         self.started = True
-        os.close(self.ctl_w)
         return self.pid, self.stdin_w, self.out_r, self.err_r
 
     def drop(self) -> None:
-        """Retire an unused child (EOF on its control pipe makes it exit) and reap it."""
+        """Retire an unused child (EOF on its command pipe makes the shell exit) and reap it."""
         if self.started:
             return
         self.started = True
-        for fd in (self.ctl_w, self.stdin_w, self.out_r, self.err_r):
+        for fd in (self.cmd_w, self.stdin_w, self.out_r, self.err_r):
             with contextlib.suppress(OSError):
                 os.close(fd)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(self.pid, 0)
 
 
-def _prepared_child(limits: list[Any], cwd: str, ctl: int, stdin_r: int, out_w: int, err_w: int) -> None:
-    """In a prepared child: set up now, then wait for the run's order and exec it. Never returns."""
+SHELL = "/bin/sh"
+COMMAND_FD = 3
+WAITER_ARGV = ["sh", "-c", f". /dev/fd/{COMMAND_FD}"]
+"""A prepared child once it waits for its command (what `/proc/PID/cmdline` then shows)."""
+_SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DIRECT_EXEC = (b"\x7fELF", b"#!")
+
+
+def shell_command(path: str, request: dict[str, Any]) -> bytes | None:
+    """Shell text that runs `request` exactly as `os.execve(path, argv, env)` in its cwd would, or None.
+
+    None where the shell would differ: an environment name it cannot export, no PATH (its default
+    search path is not ours), a program that is not found or that the kernel cannot exec itself
+    (dash would run a file without `#!` as a script; execve fails). The shell's own `PWD`/`OLDPWD` are
+    unset before the environment is exported, so the program sees only `env`.
+    """
+    env, argv = request["env"], request["argv"]
+    if not path or "PATH" not in env or not all(_SHELL_NAME.fullmatch(name) for name in env):
+        return None
+    if not _directly_executable(path):
+        return None
+    lines = [f"exec {COMMAND_FD}<&-", f"cd {shlex.quote(request['cwd'])} || exit 126", "unset PWD OLDPWD"]
+    lines += [f"export {name}={shlex.quote(value)}" for name, value in env.items()]
+    lines.append("exec " + " ".join(shlex.quote(arg) for arg in argv))
+    return os.fsencode("\n".join(lines) + "\n")
+
+
+def _directly_executable(path: str) -> bool:
+    """A regular file starting with an ELF or `#!` header (never blocks: a FIFO is refused unread)."""
     try:
-        _child_setup(limits, stdin_r, out_w, err_w)
-        chunks = []
-        while chunk := os.read(ctl, 1 << 16):
-            chunks.append(chunk)
-        if not chunks:
-            os._exit(0)  # dropped unused
-        order = json.loads(b"".join(chunks))
-        os.chdir(cwd)  # only now: a snapshot or restore since the fork remounted the workspace
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, 4).startswith(_DIRECT_EXEC)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _order_key(request: dict[str, Any]) -> str:
+    return json.dumps([request["rlimits"], request["cwd"]])
+
+
+def _prepared_child(limits: list[Any], pipes: tuple[int, int, int], cmd_r: int) -> None:
+    """In a prepared child: set up, then wait in the shell for the run's command. Never returns."""
+    try:
+        _child_setup(limits, *pipes)
+        os.dup2(cmd_r, COMMAND_FD)
+        os.set_inheritable(COMMAND_FD, True)
+        os.execve(SHELL, WAITER_ARGV, {})
     except BaseException as exc:  # noqa: BLE001
         os.write(2, f"sandbox: cannot prepare a child: {exc}\n".encode())
         os._exit(126)
-    _exec_or_exit(order["path"], order["argv"], order["env"])
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _kill_namespace() -> None:
@@ -346,15 +408,9 @@ def _kill_namespace() -> None:
 def run_request(
     request: dict[str, Any], stdin_data: bytes, prepared: Prepared | None = None
 ) -> dict[str, Any]:
+    """Run one request: through `prepared` when it can take it, else in a child forked now."""
     path = _resolve(request["argv"][0], request["env"])
-    started = None
-    if prepared is not None and prepared.key == json.dumps([request["rlimits"], request["cwd"]]):
-        try:
-            started = prepared.start(path, request)
-        except OSError:  # it died while waiting (e.g. OOM-killed between runs): fork as usual
-            started = None
-    if prepared is not None:
-        prepared.drop()  # no-op once started
+    started = prepared.start(path, request) if prepared is not None else None
     if started is not None:
         pid, stdin_w, out_r, err_r = started
     else:
@@ -388,8 +444,9 @@ def read_frame(stream: BinaryIO) -> tuple[dict[str, Any], bytes] | None:
     if header_raw is None:
         return None
     header = json.loads(header_raw)
-    body = _read_exact(stream, int(header.get("stdin_len", 0))) or b""
-    return header, body
+    size = int(header.get("stdin_len", 0))
+    body = _read_exact(stream, size) if size else b""
+    return None if body is None else (header, body)
 
 
 def write_reply(stream: BinaryIO, reply: dict[str, Any]) -> None:
@@ -418,8 +475,14 @@ def main() -> int:
     requests, replies = os.fdopen(0, "rb", buffering=0), os.fdopen(1, "wb", buffering=0)
     write_reply(replies, {"ready": True, "pid": os.getpid()})
     prepared: Prepared | None = None
+    shell = os.access(SHELL, os.X_OK)
     while True:
-        frame = read_frame(requests)
+        try:
+            frame = read_frame(requests)
+        except ValueError as exc:
+            _kill_namespace()
+            write_reply(replies, {"error": f"supervisor: bad request: {exc}"})
+            return 1
         if frame is None:
             return 0
         header, body = frame
@@ -432,10 +495,25 @@ def main() -> int:
             reply = {"error": f"supervisor: {type(exc).__name__}: {exc}"}
         prepared = None
         write_reply(replies, reply)
-        try:
-            prepared = Prepared(header["rlimits"], header["cwd"])  # after the reply: off the critical path
-        except (OSError, KeyError):
-            prepared = None
+        if shell:
+            prepared = _prepare_when_idle(header)
+
+
+def _prepare_when_idle(header: dict[str, Any]) -> Prepared | None:
+    """Fork the next prepared child once the host has had time to take the reply.
+
+    Forking right after the reply would compete for the CPU the host is woken on (the scheduler tends
+    to wake it where the supervisor runs), which delayed the reply's arrival by 0.5-0.9 ms. A request
+    that arrives within the wait is run by an ordinary fork instead.
+    """
+    poller = select.poll()
+    poller.register(0, select.POLLIN)
+    if poller.poll(PREPARE_AFTER_MS):
+        return None  # a request, or EOF, is already waiting
+    try:
+        return Prepared(header["rlimits"], header["cwd"])
+    except (OSError, KeyError):
+        return None
 
 
 if __name__ == "__main__":

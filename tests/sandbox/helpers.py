@@ -69,8 +69,12 @@ def host_python() -> str:
 
 
 def run_leftovers(before: list[int], after: list[int]) -> list[int]:
-    """Pids in `after` but not `before`, except the supervisor's prepared child (a fork that has not exec'd)."""
+    """Pids in `after` but not `before`, except the supervisor's prepared child (a fork of the
+    supervisor, or the shell it execs to wait for the next run)."""
     from posttrain.sandbox.launch import SUPERVISOR_MOUNT
+    from posttrain.sandbox.supervisor import WAITER_ARGV
+
+    waiter = "\0".join(WAITER_ARGV).encode() + b"\0"
 
     left = []
     for pid in sorted(set(after) - set(before)):
@@ -79,7 +83,7 @@ def run_leftovers(before: list[int], after: list[int]) -> list[int]:
                 cmdline = handle.read()
         except OSError:
             continue  # already gone
-        if SUPERVISOR_MOUNT.encode() not in cmdline:
+        if SUPERVISOR_MOUNT.encode() not in cmdline and cmdline != waiter:
             left.append(pid)
     return left
 
