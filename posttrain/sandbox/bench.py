@@ -174,8 +174,10 @@ def pooled(spec: SandboxSpec, n: int) -> dict[str, float]:
         return bare_s, pool_s
 
     bare_s, pool_s = asyncio.run(go())
+    paired = [p - b for p, b in zip(pool_s, bare_s, strict=True)]
     return {"pooled_ms_p50": _p50_ms(pool_s), "pooled_bare_ms_p50": _p50_ms(bare_s),
-            "pooled_overhead_ms_p50": _p50_ms(pool_s) - _p50_ms(bare_s)}  # fmt: skip
+            "pooled_overhead_ms_p50": _p50_ms(pool_s) - _p50_ms(bare_s),
+            "pooled_overhead_paired_ms_p50": _p50_ms(paired), "pooled_samples": n}  # fmt: skip
 
 
 async def _acheck(coro: Any) -> Any:
@@ -280,7 +282,7 @@ def run_all(quick: bool) -> dict[str, Any]:
         "command": "posttrain sandbox bench" + (" --quick" if quick else ""),
     }  # fmt: skip
     report["cold"] = cold(spec, n)
-    report["pooled"] = pooled(spec, n)
+    report["pooled"] = pooled(spec, 2 * n if quick else 100)  # a difference of two noisy medians
     report["throughput"] = throughput(spec, 60 if quick else 200, concurrency=4)
     report["snapshot"] = snapshots(spec, 5 if quick else 10)
     report["soak"] = soak(spec, 200 if quick else 1000, size=4)
@@ -313,6 +315,9 @@ def print_table(report: dict[str, Any]) -> None:
     print(f"  one-shot back to back {cold_part['oneshot_back_to_back_ms_p50']:.2f} ms"
           f" ({cold_part['oneshot_back_to_back_ratio_p50']:.2f}x bare); reference, bwrap alone with the same"
           f" options {cold_part['bwrap_alone_ms_p50']:.2f} ms ({cold_part['bwrap_alone_ratio_p50']:.2f}x)")  # fmt: skip
+    pool = report["pooled"]
+    print(f"  pooled {pool['pooled_ms_p50']:.2f} ms vs bare {pool['pooled_bare_ms_p50']:.2f} ms over"
+          f" {pool['pooled_samples']} pairs; median of paired differences {pool['pooled_overhead_paired_ms_p50']:.2f} ms")  # fmt: skip
     print(
         f"  soak: {report['soak']['correct']}/{report['soak']['runs']} correct, leaks {report['soak']['leaks']}"
     )
