@@ -100,11 +100,16 @@ def gate_script(cgroup: CgroupGroup | None, limits: list[tuple[str, int, int]]) 
 
 
 def bwrap_argv(
-    ctx: Context, command: list[str], persistent: bool, extra_binds: tuple[str, ...] = ()
+    ctx: Context,
+    command: list[str],
+    persistent: bool,
+    extra_binds: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
 ) -> list[str]:
+    """The full launch argv; a one-shot run's environment (`program_env` plus `env`) is set by bwrap."""
     argv = bwrap_options(ctx, persistent, extra_binds)
     if not persistent:
-        argv += setenv_args(program_env(ctx))
+        argv += setenv_args(program_env(ctx, env))
     return [*argv, "--", *command]
 
 
@@ -234,20 +239,30 @@ def read_status(fd: int | None) -> dict[str, Any]:
 
 
 def run_oneshot(
-    ctx: Context, argv: list[str], stdin: bytes, timeout_s: float, wait_empty: bool = True
+    ctx: Context,
+    argv: list[str],
+    stdin: bytes,
+    timeout_s: float,
+    wait_empty: bool = True,
+    env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run one program in a fresh bwrap (or a plain process group for `local`); blocking.
 
-    With `wait_empty` the cgroup is confirmed empty before returning; without, stragglers are only
-    signalled (the caller discards or re-verifies the group).
+    `env` adds to (or overrides) the spec's environment, as for a persistent run. With `wait_empty`
+    the cgroup is confirmed empty before returning; without, stragglers are only signalled (the
+    caller discards or re-verifies the group). A parked launcher is used only without `env` (its
+    environment was fixed when it was parked).
     """
     ctx.ran_oneshot = True
     launcher, ctx.parked = ctx.parked, None
+    if launcher is not None and env:
+        launcher.discard()
+        launcher = None
     proc = launcher.go(ctx, argv) if launcher is not None else None
     if proc is None:
-        env = program_env(ctx) if not ctx.isolated else {"PATH": SANDBOX_PATH}
-        command = bwrap_argv(ctx, argv, persistent=False) if ctx.isolated else argv
-        proc = spawn(ctx, command, rlimits(ctx.spec), env)
+        spawn_env = program_env(ctx, env) if not ctx.isolated else {"PATH": SANDBOX_PATH}
+        command = bwrap_argv(ctx, argv, persistent=False, env=env) if ctx.isolated else argv
+        proc = spawn(ctx, command, rlimits(ctx.spec), spawn_env)
     request = {"timeout_s": timeout_s, "max_output": ctx.spec.max_output_bytes,
                "output_limit": ctx.spec.output_limit_mb << 20}  # fmt: skip
 

@@ -212,7 +212,7 @@ class Sandbox:
                 return sandbox_error("sandbox session is not running")
             reply = self.session.run(argv, stdin, timeout_s, env)
         else:
-            reply = run_oneshot(self.ctx, argv, stdin, timeout_s)
+            reply = run_oneshot(self.ctx, argv, stdin, timeout_s, env=env)
         oom_kills = (cgroup.oom_kills() - oom_before) if cgroup else 0
         return classify(reply, self.spec, oom_kills)
 

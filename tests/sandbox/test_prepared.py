@@ -57,12 +57,14 @@ def _forked_then_prepared(argv: list[str], env: dict[str, str] | None = None, st
 
 @requires_bwrap
 def test_a_run_through_the_waiting_shell_sees_what_a_forked_run_sees() -> None:
-    first, second, used_waiter = _forked_then_prepared([PY, "-c", PROBE], env={"QUOTED": "it's \"odd\"\n$HOME"})
+    first, second, used_waiter = _forked_then_prepared(
+        [PY, "-c", PROBE], env={"QUOTED": 'it\'s "odd"\n$HOME'}
+    )
     assert used_waiter
     assert first.status == second.status == "ok", (first.stderr, second.stderr)
     seen_first, seen_second = json.loads(first.stdout), json.loads(second.stdout)
     assert seen_first == seen_second
-    assert "PWD" not in seen_second["env"] and seen_second["env"]["QUOTED"] == "it's \"odd\"\n$HOME"
+    assert "PWD" not in seen_second["env"] and seen_second["env"]["QUOTED"] == 'it\'s "odd"\n$HOME'
     assert seen_second["argv"] == ["-c"] and seen_second["leader"] and seen_second["oom"] == "1000"
     assert seen_second["status"]["NoNewPrivs"] == "1" and seen_second["status"]["Seccomp"] == "2"
 

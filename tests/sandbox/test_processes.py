@@ -153,6 +153,14 @@ def test_one_shot_run_leaves_an_empty_cgroup() -> None:
     assert run(go()) == []
 
 
+def test_an_exec_environment_reaches_the_program_in_both_modes() -> None:
+    async def go(persistent: bool) -> bytes:
+        async with Sandbox.create(spec(), persistent=persistent) as sb:
+            return (await sb.exec(["/bin/sh", "-c", 'echo "$GREETING"'], env={"GREETING": "hi there"})).stdout
+
+    assert run(go(True)) == run(go(False)) == b"hi there\n"
+
+
 def test_sandbox_cannot_see_host_processes() -> None:
     result = sh("ls /proc | grep -c '^[0-9]'")
     assert int(result.stdout) <= 4  # supervisor, sh, ls and grep
