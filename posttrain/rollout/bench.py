@@ -24,6 +24,11 @@ MODELS: dict[str, dict[str, Any]] = {
               "num_attention_heads": 4, "num_key_value_heads": 2},
     "medium": {"vocab_size": 16384, "hidden_size": 512, "intermediate_size": 1376, "num_hidden_layers": 8,
                "num_attention_heads": 8, "num_key_value_heads": 2},
+    # Two layers shaped like Qwen2.5-0.5B's (hidden 896, 14 query / 2 KV heads, MLP 4864). Not in the
+    # default run: it shows how the per-layer balance of attention against the linear layers, which
+    # sets the W2 TTFT ratio and does not depend on depth, looks at a real model's width.
+    "wide": {"vocab_size": 8192, "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 2,
+             "num_attention_heads": 14, "num_key_value_heads": 2},
 }
 
 
@@ -100,7 +105,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--out", default="bench/results", help="directory for rollout.json")
     parser.add_argument("--quick", action="store_true", help="scaled-down sizes (a few minutes on 2 cores)")
-    parser.add_argument("--models", default=None, help="comma list of small,medium (quick: small)")
+    parser.add_argument("--models", default=None, help="comma list of small,medium,wide (default small,medium;"
+                        " quick: small)")
     parser.add_argument("--workloads", default="W1,W2,W3,W4,W5,W6", help="comma list of W1..W6")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     return parser.parse_args(argv)

@@ -143,7 +143,9 @@ def w2_multi_turn(model: Any, s: BenchSizes) -> dict[str, Any]:
         generated = s.w2_sessions * s.w2_turns * s.w2_new_tokens
         peak = stats["peak_kv_mb"] if name == "native" else kv_mb(model, context)
         result[name] = {"wall_s": wall, "tokens_per_s": generated / wall, "ttft_turn1_s": ttfts[0],
-                        "ttft_last_turn_s": ttfts[-1], "ttft_last_over_first": ttfts[-1] / ttfts[0],
+                        "ttft_turn2_s": ttfts[min(1, len(ttfts) - 1)], "ttft_last_turn_s": ttfts[-1],
+                        "ttft_last_over_first": ttfts[-1] / ttfts[0],
+                        "ttft_last_over_second": ttfts[-1] / ttfts[min(1, len(ttfts) - 1)],
                         "computed_tokens": stats["computed_tokens"], "cached_tokens": stats["cached_tokens"],
                         "kv_peak_mb": peak}
     add_ratios(result)
