@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from posttrain.rollout import NativeEngine, NativeEngineConfig
+from posttrain.rollout import GenerationRequest, NativeEngine, NativeEngineConfig, SamplingParams
 from posttrain.rollout.engine.attention import AttentionConfig, key_positions
 from posttrain.rollout.engine.divergence import divergence_from_logits, measure_divergence
 from tests.rollout.conftest import prompt
@@ -59,3 +59,24 @@ def test_identical_logits_have_zero_divergence() -> None:
     logits = torch.randn(3, 10)
     report = divergence_from_logits(logits, logits.clone(), [1, 2, 3])
     assert report["kl_max"] == 0 and report["argmax_agreement"] == 1.0
+
+
+def _quest_runs(model: Any, refresh_all: bool) -> list[torch.Tensor]:
+    """Quest decoding of prompts that share a prefix ending mid-block (copy-on-write) and hit the cache."""
+    config = BASE.model_copy(update={"attention": AttentionConfig(kind="quest", top_k_blocks=2),
+                                     "trace_logits": True})
+    engine = NativeEngine(model, config)
+    engine.runner.refresh_all_bounds = refresh_all
+    shared = prompt(30)
+    params = SamplingParams(n=3, max_new_tokens=10, temperature=1.0, seed=3)
+    traces = []
+    for tail in (prompt(3, seed=1), prompt(5, seed=2)):
+        out = engine.generate([GenerationRequest(prompt_ids=shared + tail, params=params)])[0]
+        traces += [sample.logits for sample in out.samples]
+    assert engine.stats()["cached_tokens"] > 0
+    return traces
+
+
+def test_quest_block_bounds_kept_between_steps_equal_bounds_recomputed_every_step(qwen2: Any) -> None:
+    kept, recomputed = _quest_runs(qwen2, False), _quest_runs(qwen2, True)
+    assert all(torch.equal(a, b) for a, b in zip(kept, recomputed, strict=True))

@@ -9,7 +9,9 @@
   per token no longer grows with the context.
 - `quest`: query-aware page selection (Quest, Tang et al. 2024) for decode steps: each KV block is
   scored by the upper bound `sum_d max(q_d * min_k k_d, q_d * max_k k_d)` (summed over query heads),
-  and only the `top_k_blocks` best blocks (always including the newest) are attended. Prefill is exact.
+  and only the `top_k_blocks` best blocks (always including the newest) are attended. The runner keeps
+  every block's elementwise key min/max, refreshed only for blocks written since, so a decode step
+  reads the bounds and the chosen blocks, not every key. Prefill is exact.
 Sparse modes are lossy; `posttrain.rollout.engine.divergence` measures how far they drift.
 """
 
@@ -60,20 +62,29 @@ def chunk_mask(config: AttentionConfig, keys: torch.Tensor, start: int, num_quer
 def quest_select_blocks(
     q: torch.Tensor, k_blocks: torch.Tensor, valid_blocks: torch.Tensor, top_k: int
 ) -> torch.Tensor:
-    """Indices `[B, k]` of the blocks to attend for decode queries.
+    """Indices `[B, k]` of the blocks to attend, scored from gathered keys (the reference form).
 
     q `[B, H, D]`; k_blocks `[B, NB, bs, Hkv, D]` (padding slots hold copies of real keys); valid_blocks
-    `[B, NB]` bool. The newest valid block is always kept.
+    `[B, NB]` bool. The runner keeps each block's bounds instead (`quest_select_from_bounds`).
+    """
+    return quest_select_from_bounds(q, k_blocks.amin(dim=2), k_blocks.amax(dim=2), valid_blocks, top_k)
+
+
+def quest_select_from_bounds(
+    q: torch.Tensor, kmin: torch.Tensor, kmax: torch.Tensor, valid_blocks: torch.Tensor, top_k: int
+) -> torch.Tensor:
+    """Indices `[B, k]` of the blocks to attend for decode queries, from per-block key bounds.
+
+    q `[B, H, D]`; kmin, kmax `[B, NB, Hkv, D]` (elementwise min and max of each block's keys);
+    valid_blocks `[B, NB]` bool. The newest valid block is always kept (its bounds are not needed).
     """
     b, h, d = q.shape
-    hkv = k_blocks.shape[3]
-    kmin = k_blocks.amin(dim=2)  # [B, NB, Hkv, D]
-    kmax = k_blocks.amax(dim=2)
+    hkv = kmin.shape[2]
     qg = q.view(b, hkv, h // hkv, d)  # [B, Hkv, G, D]
     hi = torch.maximum(qg[:, None] * kmax[:, :, :, None], qg[:, None] * kmin[:, :, :, None])  # [B, NB, Hkv, G, D]
     scores = hi.sum(dim=(2, 3, 4))  # [B, NB]
     scores = scores.masked_fill(~valid_blocks, float("-inf"))
     newest = valid_blocks.long().sum(-1) - 1  # [B]
     scores[torch.arange(b, device=scores.device), newest] = float("inf")
-    k = min(top_k, k_blocks.shape[1])
+    k = min(top_k, kmin.shape[1])
     return torch.topk(scores, k, dim=-1).indices

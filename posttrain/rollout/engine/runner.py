@@ -19,7 +19,7 @@ from posttrain.rollout.engine.attention import (
     AttentionConfig,
     chunk_mask,
     key_positions,
-    quest_select_blocks,
+    quest_select_from_bounds,
 )
 from posttrain.rollout.engine.decode_stage import DecodeStage, StageCache
 from posttrain.rollout.engine.model import CausalLMWeights, attend
@@ -34,6 +34,7 @@ class _Group:
     single slots `slots` `[B, S]`; mask `[B, 1, Tq, S]` says which gathered keys each query sees (boolean
     for decode, additive 0 / -inf for prefill chunks).
     `stage`: exact decode queries attend their staged contiguous KV instead (no mask, no gather).
+    `refresh` (quest): blocks of `blocks` whose key bounds are stale and are recomputed this step.
     """
 
     rows: torch.Tensor
@@ -42,6 +43,7 @@ class _Group:
     slots: torch.Tensor | None = None
     num_queries: int = 1
     quest: bool = False
+    refresh: torch.Tensor | None = None
     stage: DecodeStage | None = None
 
 
@@ -58,6 +60,14 @@ class ModelRunner:
         self.k = torch.zeros(shape, dtype=weights.dtype, device=weights.device)
         self.v = torch.zeros(shape, dtype=weights.dtype, device=weights.device)
         self.stages = StageCache(self.k, self.v, block_size)
+        self.quest = attention.kind == "quest"
+        self.refresh_all_bounds = False
+        """Recompute every attended block's bounds each step (tests compare against this)."""
+        if self.quest:  # per-block elementwise key bounds, [L, blocks, Hkv, D], and which are stale
+            bounds = (weights.num_layers, num_blocks, weights.num_kv_heads, weights.head_dim)
+            self.kmin = torch.zeros(bounds, dtype=weights.dtype, device=weights.device)
+            self.kmax = torch.zeros(bounds, dtype=weights.dtype, device=weights.device)
+            self.stale = torch.ones(num_blocks, dtype=torch.bool, device=weights.device)
 
     @property
     def bytes_per_token(self) -> int:
@@ -68,6 +78,8 @@ class ModelRunner:
         s, d = src_block * self.block_size, dst_block * self.block_size
         self.k[:, d : d + num_slots] = self.k[:, s : s + num_slots]
         self.v[:, d : d + num_slots] = self.v[:, s : s + num_slots]
+        if self.quest:
+            self.stale[dst_block] = True
 
     def read_slots(self, slots: list[int]) -> torch.Tensor:
         idx = torch.tensor(slots, device=self.k.device)
@@ -78,6 +90,8 @@ class ModelRunner:
         kv = kv.to(self.k.device, non_blocking=True)
         self.k[:, idx] = kv[0]
         self.v[:, idx] = kv[1]
+        if self.quest:
+            self.stale[idx // self.block_size] = True
 
     def release_staged(self) -> None:
         """Drop decode stages (the engine calls this when no request is left)."""
@@ -89,6 +103,8 @@ class ModelRunner:
         """Compute all chunks; returns float32 logits `[M, V]` for the chunks that need them, in order."""
         dev = self.k.device
         ids, positions, write = self._flatten(chunks)
+        if self.quest:
+            self.stale[write // self.block_size] = True
         groups = self._groups(chunks)
         x = self.w.embed(ids)  # [N, E]
         cos, sin = self.w.rope(positions)
@@ -105,6 +121,9 @@ class ModelRunner:
                     out[group.rows] = self._attend(layer, q, k, v, group)
             x = self.w.finish_layer(layer, x, out.reshape(x.shape[0], -1))
         self.stages.end_step()
+        for group in groups:
+            if group.refresh is not None:
+                self.stale[group.refresh] = False
         ends, row = [], 0
         for chunk in chunks:
             row += chunk.num_tokens
@@ -217,7 +236,10 @@ class ModelRunner:
         limit = torch.tensor([c.start for _, c in decode])[:, None]  # [B, 1]
         mask = (positions[None] <= limit)[:, None, None, :]  # [B, 1, 1, S]
         rows = torch.tensor([r for r, _ in decode], device=dev)
-        return _Group(rows, mask.to(dev), blocks=blocks.to(dev), quest=True)
+        blocks, mask = blocks.to(dev), mask.to(dev)
+        used = torch.unique(blocks)
+        refresh = used if self.refresh_all_bounds else used[self.stale[used]]
+        return _Group(rows, mask, blocks=blocks, quest=True, refresh=refresh)
 
     def _attend(self, layer: int, q_all: torch.Tensor, k_all: torch.Tensor, v_all: torch.Tensor,
                 g: _Group) -> torch.Tensor:
@@ -246,13 +268,17 @@ class ModelRunner:
         return cache[layer].view(-1, self.block_size, *cache.shape[2:])  # [blocks, bs, Hkv, D]
 
     def _quest_pick(self, layer: int, q: torch.Tensor, g: _Group) -> tuple[torch.Tensor, torch.Tensor]:
-        assert g.blocks is not None and g.mask is not None
+        assert g.blocks is not None and g.mask is not None and g.refresh is not None
         b, nb, bs = g.blocks.shape[0], g.blocks.shape[1], self.block_size
-        k_blocks = self._paged(self.k, layer)[g.blocks]  # [B, NB, bs, Hkv, D]
+        if g.refresh.numel():  # blocks written since their bounds were taken (this step's K included)
+            keys = self._paged(self.k, layer)[g.refresh]  # [R, bs, Hkv, D]
+            self.kmin[layer, g.refresh] = keys.amin(dim=1)
+            self.kmax[layer, g.refresh] = keys.amax(dim=1)
+        # every attended block but the newest is full, and the newest is always kept: the bounds of
+        # the unwritten slots of a partly filled block never matter
         block_mask = g.mask.view(b, nb, bs)
-        # padding slots must not widen the min/max bounds: replace them by the block's first key
-        k_blocks = torch.where(block_mask[..., None, None], k_blocks, k_blocks[:, :, :1])
-        keep = quest_select_blocks(q[:, :, 0], k_blocks, block_mask[:, :, 0], self.attention.top_k_blocks)
+        keep = quest_select_from_bounds(q[:, :, 0], self.kmin[layer][g.blocks], self.kmax[layer][g.blocks],
+                                        block_mask[:, :, 0], self.attention.top_k_blocks)
         mask = torch.gather(block_mask, 1, keep[:, :, None].expand(-1, -1, bs)).view(b, 1, 1, -1)
         return torch.gather(g.blocks, 1, keep), mask
 
