@@ -5,8 +5,9 @@ The only part of the native engine that touches tensors. KV lives in two tensors
 layer writes their K/V into their slots. Each prefill chunk then gathers the slots of its context from
 its block table and attends with SDPA. Exact decode chunks are batched and attend staged contiguous
 copies of their context that persist across steps (`decode_stage`), so a decode step does not gather
-the whole context again; sparse modes gather per step. Also implements the `KVMover` the radix cache
-uses to copy, offload and reload KV.
+the whole context again. Sparse modes gather per step: `window` its keys, `quest` the blocks it picks
+from per-block key bounds it keeps up to date (`kmin`/`kmax`, refreshed for blocks written since).
+Also implements the `KVMover` the radix cache uses to copy, offload and reload KV.
 """
 
 from __future__ import annotations
