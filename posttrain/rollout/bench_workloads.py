@@ -80,7 +80,7 @@ def summary(engine: RolloutEngine, wall_s: float, outputs: list[Any], kv_peak_mb
     ttfts = [o.metrics.get("ttft_s", 0.0) for o in outputs]
     return {"wall_s": wall_s, "tokens_per_s": generated / wall_s, "ttft_mean_s": sum(ttfts) / len(ttfts),
             "computed_tokens": stats.get("computed_tokens", 0), "cached_tokens": stats.get("cached_tokens", 0),
-            "kv_peak_mb": kv_peak_mb}
+            "kv_peak_mb": kv_peak_mb, "decode_stage_peak_mb": stats.get("peak_decode_stage_mb", 0.0)}
 
 
 def engines(model: Any, config: NativeEngineConfig) -> dict[str, Callable[[], RolloutEngine]]:
@@ -147,7 +147,7 @@ def w2_multi_turn(model: Any, s: BenchSizes) -> dict[str, Any]:
                         "ttft_last_over_first": ttfts[-1] / ttfts[0],
                         "ttft_last_over_second": ttfts[-1] / ttfts[min(1, len(ttfts) - 1)],
                         "computed_tokens": stats["computed_tokens"], "cached_tokens": stats["cached_tokens"],
-                        "kv_peak_mb": peak}
+                        "kv_peak_mb": peak, "decode_stage_peak_mb": stats.get("peak_decode_stage_mb", 0.0)}
     add_ratios(result)
     return result
 

@@ -60,10 +60,12 @@ def test_staged_attention_equals_pool_attention_through_reuse_growth_cuts_and_re
     for _ in range(70):  # past the initial capacity of 64 staged positions
         errors.append(_step(cache, pool, seqs, starts, shared))
         starts = [p + 1 for p in starts]
-    assert cache.counters == {"decode_stage_builds": 1, "decode_stage_cuts": 0}
+    assert (cache.counters["decode_stage_builds"], cache.counters["decode_stage_cuts"]) == (1, 0)
+    grown_mb = 2 * L * 3 * HKV * 128 * D * 4 / 2**20  # keys and values of 3 members, grown to 128
+    assert cache.counters["peak_decode_stage_mb"] >= grown_mb
     seqs, starts = [seqs[0], seqs[2]], [starts[0], starts[2]]  # sample 1 finished
     errors.append(_step(cache, pool, seqs, starts, shared))
-    assert cache.counters == {"decode_stage_builds": 1, "decode_stage_cuts": 1}
+    assert (cache.counters["decode_stage_builds"], cache.counters["decode_stage_cuts"]) == (1, 1)
     seqs[1].block_table = list(seqs[1].block_table)  # a new table object: preempted and readmitted
     errors.append(_step(cache, pool, seqs, [p + 1 for p in starts], []))
     assert cache.counters["decode_stage_builds"] == 2

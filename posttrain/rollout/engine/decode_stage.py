@@ -52,6 +52,10 @@ class DecodeStage:
         self._write_index = torch.empty(0, dtype=torch.long, device=self.k.device)
         self._width = 0
 
+    def tensors(self) -> list[torch.Tensor]:
+        """The tensors this stage holds (for memory accounting)."""
+        return [self.k, self.v, self.bias, *(self.prefix or ())]
+
     @classmethod
     def gather(cls, pool_k: torch.Tensor, pool_v: torch.Tensor, block_size: int,
                members: Seq[Sequence], starts: Seq[int], shared: Seq[int]) -> DecodeStage:
@@ -161,7 +165,7 @@ class StageCache:
         self.pool_k, self.pool_v, self.block_size = pool_k, pool_v, block_size
         self._stages: dict[tuple[int, ...], DecodeStage] = {}
         self._next: dict[tuple[int, ...], DecodeStage] = {}
-        self.counters = {"decode_stage_builds": 0, "decode_stage_cuts": 0}
+        self.counters = {"decode_stage_builds": 0, "decode_stage_cuts": 0, "peak_decode_stage_mb": 0.0}
 
     def find(self, members: Seq[Sequence], starts: Seq[int]) -> DecodeStage | None:
         """The reusable stage of exactly these members at these positions, or None."""
@@ -193,6 +197,11 @@ class StageCache:
         return None
 
     def end_step(self) -> None:
+        """Retire the stages this step did not use; record the most memory stages held at once."""
+        held = {t.data_ptr(): t.nbytes for st in (*self._stages.values(), *self._next.values())
+                for t in st.tensors()}  # fmt: skip
+        peak = max(self.counters["peak_decode_stage_mb"], sum(held.values()) / 2**20)
+        self.counters["peak_decode_stage_mb"] = peak
         self._stages, self._next = self._next, {}
 
     def clear(self) -> None:
