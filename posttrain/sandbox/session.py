@@ -50,7 +50,6 @@ class Session:
         self.ctx = ctx
         self.proc: Spawned | None = None
         self.alive = False
-        self._fixed: str | None = None
 
     def start(self) -> None:
         python, binds = supervisor_python()
@@ -86,15 +85,12 @@ class Session:
             return {"error": f"sandbox supervisor failed: {exc}"}
 
     def _request(self, argv: list[str], stdin: bytes, timeout_s: float, env: dict[str, str] | None) -> bytes:
-        if self._fixed is None:  # the same for every run of this sandbox: encoded once
-            spec = self.ctx.spec
-            self._fixed = json.dumps({
-                "cwd": INNER_WORKDIR, "rlimits": rlimits(spec), "max_output": spec.max_output_bytes,
-                "output_limit": spec.output_limit_mb << 20,
-            })[1:-1]  # fmt: skip
-        varying = json.dumps({"argv": argv, "env": program_env(self.ctx, env), "timeout_s": timeout_s,
-                              "stdin_len": len(stdin)})  # fmt: skip
-        header = f"{varying[:-1]}, {self._fixed}}}".encode()
+        request = {
+            "argv": argv, "env": program_env(self.ctx, env), "cwd": INNER_WORKDIR, "timeout_s": timeout_s,
+            "rlimits": rlimits(self.ctx.spec), "max_output": self.ctx.spec.max_output_bytes,
+            "output_limit": self.ctx.spec.output_limit_mb << 20, "stdin_len": len(stdin),
+        }  # fmt: skip
+        header = json.dumps(request).encode()
         return supervisor.HEADER.pack(len(header)) + header + stdin
 
     async def run_async(
