@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from posttrain.sandbox.capture import collect
 from posttrain.sandbox.cgroups import CgroupGroup
 from posttrain.sandbox.host import HostFeatures
 from posttrain.sandbox.images import Rootfs, python_binds
 from posttrain.sandbox.seccomp import build_filter
 from posttrain.sandbox.spec import ExecResult, SandboxSpec
-from posttrain.sandbox.supervisor import collect
 from posttrain.sandbox.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 INNER_WORKDIR = "/workspace"
 SUPERVISOR_MOUNT = "/.sandbox/supervisor.py"
+CAPTURE_MOUNT = "/.sandbox/capture.py"  # imported by the supervisor from its own directory
 SEC_FD, STATUS_FD, BLOCK_FD, COMMAND_FD = 3, 4, 5, 6
 SUPERVISOR_SLACK_MB = 32
 """Memory the supervisor and bwrap may use on top of the program's budget."""

@@ -19,9 +19,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from posttrain.sandbox import supervisor
+from posttrain.sandbox import capture, supervisor
+from posttrain.sandbox.capture import write_all
 from posttrain.sandbox.images import supervisor_python
 from posttrain.sandbox.launch import (
+    CAPTURE_MOUNT,
     INNER_WORKDIR,
     SANDBOX_PATH,
     SUPERVISOR_MOUNT,
@@ -54,7 +56,8 @@ class Session:
     def start(self) -> None:
         python, binds = supervisor_python()
         source = str(Path(supervisor.__file__).resolve())
-        extra = (*binds, "--ro-bind", source, SUPERVISOR_MOUNT)
+        extra = (*binds, "--ro-bind", source, SUPERVISOR_MOUNT, "--ro-bind", str(Path(capture.__file__).resolve()),
+                 CAPTURE_MOUNT)  # fmt: skip
         argv = bwrap_argv(
             self.ctx, [python, "-I", "-S", SUPERVISOR_MOUNT], persistent=True, extra_binds=extra
         )
@@ -78,7 +81,7 @@ class Session:
         if not self.alive or self.proc is None:
             return {"error": "sandbox session is not running"}
         try:
-            _write_all(self.proc.stdin, self._request(argv, stdin, timeout_s, env))
+            write_all(self.proc.stdin, self._request(argv, stdin, timeout_s, env))
             return self._read_reply(time.monotonic() + timeout_s + REPLY_GRACE_S)
         except (OSError, SessionError) as exc:
             self.alive = False
@@ -106,9 +109,9 @@ class Session:
         loop.add_reader(fd, reader.on_readable, fd)
         try:
             if len(frame) <= SMALL_FRAME:
-                _write_all(self.proc.stdin, frame)  # fits in the pipe buffer: never blocks
+                write_all(self.proc.stdin, frame)  # fits in the pipe buffer: never blocks
             else:
-                await loop.run_in_executor(None, _write_all, self.proc.stdin, frame)
+                await loop.run_in_executor(None, write_all, self.proc.stdin, frame)
             return await asyncio.wait_for(reader.done, timeout_s + REPLY_GRACE_S)
         except (TimeoutError, OSError, SessionError) as exc:
             self.alive = False
@@ -184,12 +187,6 @@ class _ReplyReader:
         reply["_out"] = bytes(self.buffer[self.body_start : self.body_start + out_len])
         reply["_err"] = bytes(self.buffer[self.body_start + out_len : end])
         self.done.set_result(reply)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 def _read_exact(fd: int, size: int, deadline: float) -> bytes:

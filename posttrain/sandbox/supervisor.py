@@ -1,13 +1,13 @@
-"""In-sandbox supervisor and the shared program runner (standard library only).
+"""In-sandbox supervisor (standard library only, with `capture.py` bound next to it).
 
-This file runs in two places. Inside a bubblewrap sandbox it is PID 1 of the sandbox's PID namespace
+Inside a bubblewrap sandbox this file is PID 1 of the sandbox's PID namespace
 (`python3 -I -S supervisor.py`): it reads run requests from fd 0, execs each program in a child that
 was forked, given its rlimits and left waiting in `/bin/sh` after the previous run (`Prepared`; a
 plain fork where that cannot run the request exactly), collects head+tail output,
 enforces the wall timeout, then kills every other process in the namespace and reaps them all before
 it answers on fd 1. As PID 1 it cannot be signalled from inside the namespace, and it marks itself
-non-dumpable so sandboxed code cannot read or write its memory. On the host, `collect` is reused to
-drive one-shot and `local` runs.
+non-dumpable so sandboxed code cannot read or write its memory. The host imports its protocol
+(`HEADER`, `read_frame`) and its waiting-shell names.
 
 Guarantees: after a reply, no process of the run is left (everything else in the namespace is killed
 and reaped; the only other process is then the next prepared child, which has run nothing but this
@@ -28,198 +28,17 @@ import signal
 import stat
 import struct
 import sys
-import time
-from collections.abc import Callable
 from typing import Any, BinaryIO
+
+if __package__:
+    from posttrain.sandbox.capture import collect, write_all
+else:  # a script inside the sandbox (`python3 -I -S`), bound next to capture.py
+    sys.path.insert(0, os.path.dirname(__file__))
+    from capture import collect, write_all  # type: ignore[import-not-found, no-redef]
 
 HEADER = struct.Struct(">I")
 PREPARE_AFTER_MS = 2
 """How long the request stream must stay quiet after a reply before the next prepared child is forked."""
-
-
-class OutputCapture:
-    """Keeps the first and last `cap // 2` bytes of a stream and counts all of them."""
-
-    def __init__(self, cap: int) -> None:
-        self.half = max(cap // 2, 1)
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-
-    def feed(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        room = self.half - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        if chunk:
-            self.tail += chunk
-            if len(self.tail) > 2 * self.half:
-                del self.tail[: len(self.tail) - self.half]
-
-    def value(self) -> bytes:
-        return bytes(self.head) + bytes(self.tail[-self.half :] if self.tail else b"")
-
-
-class _Pump:
-    """Moves bytes between the program's pipes and the captures until it exits or a limit trips."""
-
-    def __init__(
-        self, pid: int, stdin_fd: int | None, out_fd: int, err_fd: int, stdin_data: bytes, cap: int
-    ) -> None:
-        self.pid = pid
-        self.caps = {out_fd: OutputCapture(cap), err_fd: OutputCapture(cap)}
-        self.open_fds = set(self.caps)
-        self.pidfd = _pidfd(pid)
-        self.poller = select.poll()
-        for fd in self.caps:
-            os.set_blocking(fd, False)
-            self.poller.register(fd, select.POLLIN)
-        self.pending = memoryview(stdin_data)
-        self.stdin_fd = stdin_fd
-        if stdin_fd is not None:
-            os.set_blocking(stdin_fd, False)
-            if self.pending:
-                self.poller.register(stdin_fd, select.POLLOUT)
-            else:
-                os.close(stdin_fd)
-                self.stdin_fd = None
-        if self.pidfd is not None:
-            self.poller.register(self.pidfd, select.POLLIN)
-
-    def run(self, deadline: float, output_limit: int) -> tuple[bool, bool]:
-        """(timed_out, output_killed) once the program exited or a limit was hit."""
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return True, False
-            wait_ms = min(left, 0.02 if self.pidfd is None else left) * 1000
-            exited = False
-            for fd, _ev in self.poller.poll(max(wait_ms, 1)):
-                if fd == self.pidfd:
-                    exited = True
-                elif fd == self.stdin_fd:
-                    self.pending, self.stdin_fd = _feed_stdin(self.poller, fd, self.pending)
-                elif fd in self.caps:
-                    _drain(fd, self.caps[fd], self.poller, self.open_fds)
-            if sum(c.total for c in self.caps.values()) > output_limit:
-                return False, True
-            if exited or (self.pidfd is None and _exited_nohang(self.pid)):
-                return False, False
-
-    def finish(self) -> None:
-        """After the kill: collect what is left in the pipes, then close everything."""
-        if self.stdin_fd is not None:
-            self.poller.unregister(self.stdin_fd)
-            os.close(self.stdin_fd)
-            self.stdin_fd = None
-        if self.pidfd is not None:
-            self.poller.unregister(self.pidfd)  # stays readable; would turn the drain into a busy loop
-        _drain_rest(self.caps, self.open_fds, self.poller, time.monotonic() + 2.0)
-        if self.pidfd is not None:
-            os.close(self.pidfd)
-        for fd in self.caps:
-            os.close(fd)
-
-
-def collect(
-    pid: int,
-    stdin_fd: int | None,
-    out_fd: int,
-    err_fd: int,
-    stdin_data: bytes,
-    request: dict[str, Any],
-    kill_all: Callable[[], None],
-    reap_all: bool = False,
-) -> dict[str, Any]:
-    """Feed stdin, capture output and wait for `pid` (this process must be its parent), then kill the rest.
-
-    Returns the reply dict; the kept output bytes are under `_out` and `_err`.
-    """
-    start = time.monotonic()
-    pump = _Pump(pid, stdin_fd, out_fd, err_fd, stdin_data, int(request["max_output"]))
-    timed_out, output_killed = pump.run(start + float(request["timeout_s"]), int(request["output_limit"]))
-    kill_all()
-    pump.finish()
-    reply = _reap(pid, reap_all)
-    out, err = pump.caps[out_fd], pump.caps[err_fd]
-    reply.update(
-        timed_out=timed_out,
-        output_killed=output_killed,
-        wall_ms=(time.monotonic() - start) * 1000,
-        stdout_total=out.total,
-        stderr_total=err.total,
-    )
-    reply["_out"], reply["_err"] = out.value(), err.value()
-    return reply
-
-
-def _pidfd(pid: int) -> int | None:
-    try:
-        return os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        return None
-
-
-def _exited_nohang(pid: int) -> bool:
-    try:
-        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    except ChildProcessError:
-        return True
-
-
-def _feed_stdin(poller: select.poll, fd: int, pending: memoryview) -> tuple[memoryview, int | None]:
-    try:
-        written = os.write(fd, pending[:65536])
-        pending = pending[written:]
-    except BlockingIOError:
-        return pending, fd
-    except OSError:
-        pending = pending[:0]
-    if not pending:
-        poller.unregister(fd)
-        os.close(fd)
-        return pending, None
-    return pending, fd
-
-
-def _drain(fd: int, cap: OutputCapture, poller: select.poll, open_fds: set[int]) -> bool:
-    try:
-        chunk = os.read(fd, 1 << 16)
-    except BlockingIOError:
-        return False
-    if not chunk:
-        poller.unregister(fd)
-        open_fds.discard(fd)
-        return False
-    cap.feed(chunk)
-    return True
-
-
-def _drain_rest(
-    caps: dict[int, OutputCapture], open_fds: set[int], poller: select.poll, until: float
-) -> None:
-    while open_fds and time.monotonic() < until:
-        for fd, _ev in poller.poll(50):
-            if fd in open_fds:
-                _drain(fd, caps[fd], poller, open_fds)
-
-
-def _reap(pid: int, reap_all: bool) -> dict[str, Any]:
-    """Wait for `pid` (and, as PID 1, for every other child); sum CPU, take the largest RSS."""
-    _, status, usage = os.wait4(pid, 0)
-    cpu_s = usage.ru_utime + usage.ru_stime
-    maxrss_kb = usage.ru_maxrss
-    while reap_all:
-        try:
-            _, _, other = os.wait4(-1, 0)
-        except ChildProcessError:
-            break
-        cpu_s += other.ru_utime + other.ru_stime
-        maxrss_kb = max(maxrss_kb, other.ru_maxrss)
-    exit_code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
-    sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
-    return {"exit_code": exit_code, "signal": sig, "cpu_ms": cpu_s * 1000, "maxrss_kb": maxrss_kb}
 
 
 # ----------------------------------------------------------------------------- in-sandbox side
@@ -313,7 +132,7 @@ class Prepared:
             self.drop()
             return None
         try:
-            _write_all(self.cmd_w, script)
+            write_all(self.cmd_w, script)
         except OSError:  # it died while waiting (e.g. OOM-killed between runs)
             self.drop()
             return None
@@ -388,12 +207,6 @@ def _prepared_child(limits: list[Any], pipes: tuple[int, int, int], cmd_r: int) 
     except BaseException as exc:  # noqa: BLE001
         os.write(2, f"sandbox: cannot prepare a child: {exc}\n".encode())
         os._exit(126)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 def _kill_namespace() -> None:

@@ -6,11 +6,11 @@ import signal
 import struct
 from pathlib import Path
 
+from posttrain.sandbox.capture import OutputCapture
 from posttrain.sandbox.cgroups import Limits, V1Manager, V2Manager, _mounts, _own_paths
 from posttrain.sandbox.launch import classify, gate_script
 from posttrain.sandbox.seccomp import DENIED_NAMES, RET_ALLOW, X86_64, build_filter
 from posttrain.sandbox.spec import SandboxSpec
-from posttrain.sandbox.supervisor import OutputCapture
 
 
 def test_output_capture_keeps_head_and_tail() -> None:
