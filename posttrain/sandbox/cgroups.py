@@ -103,12 +103,20 @@ def _read_int(path: Path, default: int = 0) -> int:
 
 def _keyed(path: Path, key: str) -> int:
     try:
-        for line in path.read_text().splitlines():
-            name, _, value = line.partition(" ")
-            if name == key:
+        return _value_of(path.read_bytes(), key.encode())
+    except OSError:
+        return 0
+
+
+def _value_of(data: bytes, key: bytes) -> int:
+    """The integer on the `key value` line of a cgroup stats file (0 if absent or malformed)."""
+    for line in data.split(b"\n"):
+        name, _, value = line.partition(b" ")
+        if name == key:
+            try:
                 return int(value)
-    except (OSError, ValueError):
-        pass
+            except ValueError:
+                return 0
     return 0
 
 
@@ -131,11 +139,7 @@ class _Counter:
             data = os.pread(self.fd, 8192, 0)
         except OSError:
             return 0
-        for line in data.split(b"\n"):
-            name, _, value = line.partition(b" ")
-            if name == self.key:
-                return int(value)
-        return 0
+        return _value_of(data, self.key)
 
     def close(self) -> None:
         if self.fd is not None:
