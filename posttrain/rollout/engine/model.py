@@ -101,3 +101,39 @@ class CausalLMWeights:
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """SDPA with an explicit mask (boolean or additive): q `[B, H, Tq, D]`, k/v `[B, Hkv, S, D]`, mask `[B, 1, Tq, S]`."""
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=q.shape[1] != k.shape[1])
+
+
+# The CPU flash kernel behind SDPA, which also returns each query's log-sum-exp (SDPA does not).
+_CPU_FLASH = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+
+
+def can_attend_after_history(device: torch.device) -> bool:
+    """Whether `attend_after_history` runs on `device` (CPU, where the kernel above exists)."""
+    return device.type == "cpu" and _CPU_FLASH is not None
+
+
+def attend_after_history(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, history: int) -> torch.Tensor:
+    """Exact causal attention of a chunk that follows `history` cached positions, without a mask.
+
+    q `[1, H, Tq, D]` are positions `history .. history+Tq-1`; k/v `[1, Hkv, history+Tq, D]` hold every
+    position up to the chunk's last. Each query sees all of the history and the chunk's keys up to its
+    own, so the two parts are computed separately (the history unmasked, with the query heads of a KV
+    head folded into one query block; the chunk as a square causal block) and merged by their
+    log-sum-exps. This equals one masked SDPA call up to rounding, without building or reading a
+    `[Tq, history+Tq]` mask. CPU only (`can_attend_after_history`).
+    """
+    assert _CPU_FLASH is not None
+    b, h, tq, d = q.shape
+    hkv = k.shape[1]
+    group = h // hkv
+    k_new, v_new = k[:, :, history:], v[:, :, history:]
+    if history == 0:
+        return F.scaled_dot_product_attention(q, k_new, v_new, is_causal=True, enable_gqa=group > 1)
+    if group > 1:
+        k_new, v_new = k_new.repeat_interleave(group, 1), v_new.repeat_interleave(group, 1)
+    out_new, lse_new = _CPU_FLASH(q, k_new, v_new, 0.0, True)  # [B, H, Tq, D], [B, H, Tq]
+    out_old, lse_old = _CPU_FLASH(q.reshape(b, hkv, group * tq, d), k[:, :, :history], v[:, :, :history], 0.0, False)
+    out_old, lse_old = out_old.reshape(b, h, tq, d), lse_old.reshape(b, h, tq)
+    top = torch.maximum(lse_old, lse_new)
+    w_old, w_new = (lse_old - top).exp_()[..., None], (lse_new - top).exp_()[..., None]
+    return ((out_old * w_old + out_new * w_new) / (w_old + w_new)).to(q.dtype)

@@ -3,7 +3,8 @@
 The only part of the native engine that touches tensors. KV lives in two tensors `[L, slots, Hkv, D]`
 (keys, values) with `slots = num_blocks * block_size`. A step's tokens are flattened `[N]`; every
 layer writes their K/V into their slots. Each prefill chunk then gathers the slots of its context from
-its block table and attends with SDPA. Exact decode chunks are batched and attend staged contiguous
+its block table and attends: on CPU without a mask (its cached history and its own causal block
+apart, merged by log-sum-exp), elsewhere with SDPA and an explicit mask. Exact decode chunks are batched and attend staged contiguous
 copies of their context that persist across steps (`decode_stage`), so a decode step does not gather
 the whole context again. Sparse modes gather per step: `window` its keys, `quest` the blocks it picks
 from per-block key bounds it keeps up to date (`kmin`/`kmax`, refreshed for blocks written since).
@@ -23,7 +24,12 @@ from posttrain.rollout.engine.attention import (
     quest_select_from_bounds,
 )
 from posttrain.rollout.engine.decode_stage import DecodeStage, StageCache
-from posttrain.rollout.engine.model import CausalLMWeights, attend
+from posttrain.rollout.engine.model import (
+    CausalLMWeights,
+    attend,
+    attend_after_history,
+    can_attend_after_history,
+)
 from posttrain.rollout.engine.scheduler import Chunk
 
 
@@ -35,6 +41,8 @@ class _Group:
     single slots `slots` `[B, S]`; mask `[B, 1, Tq, S]` says which gathered keys each query sees (boolean
     for decode, additive 0 / -inf for prefill chunks).
     `stage`: exact decode queries attend their staged contiguous KV instead (no mask, no gather).
+    `history` (exact prefill on CPU): the chunk follows this many cached positions; its keys are
+    gathered from `blocks` and attended without a mask (`attend_after_history`).
     `refresh` (quest): blocks of `blocks` whose key bounds are stale and are recomputed this step.
     """
 
@@ -46,6 +54,7 @@ class _Group:
     quest: bool = False
     refresh: torch.Tensor | None = None
     stage: DecodeStage | None = None
+    history: int | None = None
 
 
 class ModelRunner:
@@ -69,6 +78,8 @@ class ModelRunner:
             self.kmin = torch.zeros(bounds, dtype=weights.dtype, device=weights.device)
             self.kmax = torch.zeros(bounds, dtype=weights.dtype, device=weights.device)
             self.stale = torch.ones(num_blocks, dtype=torch.bool, device=weights.device)
+        self.masked_prefill = not can_attend_after_history(weights.device)
+        """Exact prefill chunks attend through an explicit `[Tq, S]` mask (always off CPU)."""
 
     @property
     def bytes_per_token(self) -> int:
@@ -177,6 +188,9 @@ class ModelRunner:
             return _Group(rows, _additive(mask[None, None].to(dev), self.k.dtype), slots=slots[None].to(dev),
                           num_queries=c.num_tokens)
         num_blocks = -(-(c.start + c.num_tokens) // self.block_size)
+        if not self.masked_prefill:
+            blocks = torch.tensor(c.seq.block_table[:num_blocks], device=dev)
+            return _Group(rows, blocks=blocks[None], num_queries=c.num_tokens, history=c.start)
         keys = torch.arange(num_blocks * self.block_size)
         mask = chunk_mask(self.attention, keys, c.start, c.num_tokens)  # [Tq, S]
         blocks = torch.tensor(c.seq.block_table[:num_blocks], device=dev)
@@ -248,6 +262,14 @@ class ModelRunner:
         if g.stage is not None:
             g.stage.write(layer, k_all[g.rows], v_all[g.rows])
             return g.stage.attend(layer, q_all[g.rows])
+        if g.history is not None:
+            assert g.blocks is not None
+            q = q_all[g.rows].view(1, g.num_queries, *q_all.shape[1:]).transpose(1, 2)  # [1, H, Tq, D]
+            end = g.history + g.num_queries
+            k = self._paged(self.k, layer)[g.blocks[0]].flatten(0, 1)[:end].transpose(0, 1).contiguous()
+            v = self._paged(self.v, layer)[g.blocks[0]].flatten(0, 1)[:end].transpose(0, 1).contiguous()
+            out = attend_after_history(q, k[None], v[None], g.history)  # [1, H, Tq, D]
+            return out.transpose(1, 2).reshape(-1, *q_all.shape[1:])
         assert g.mask is not None
         b = g.mask.shape[0]
         q = q_all[g.rows].view(b, g.num_queries, *q_all.shape[1:]).transpose(1, 2)  # [B, H, Tq, D]
