@@ -96,3 +96,24 @@ def test_decode_reuses_its_stage_between_steps(qwen2: Any) -> None:
     engine.generate([GenerationRequest(prompt_ids=prompt(10), params=params)])
     stats = engine.stats()
     assert stats["decode_stage_builds"] <= 2 < stats["steps"]
+
+
+def test_stage_is_sized_to_the_members_budget_and_still_grows_past_it() -> None:
+    gen = torch.Generator().manual_seed(1)
+    pool = (torch.randn(L, SLOTS, HKV, D, generator=gen), torch.randn(L, SLOTS, HKV, D, generator=gen))
+    shared = [0, 1, 2]
+    budget = SamplingParams(max_new_tokens=20)  # 12-token prompts: positions 12..31 lie past the prefix
+    seqs = [Sequence(i, 0, i, [0] * 12, 12, budget, block_table=shared + [3 + 10 * i + j for j in range(10)])
+            for i in range(2)]
+    cache = StageCache(pool[0], pool[1], BS)
+    starts, errors, capacities = [12, 12], [], []
+    for _ in range(26):  # the whole budget, then 6 positions past it (a caller that ignores the budget)
+        errors.append(_step(cache, pool, seqs, starts, shared))
+        starts = [p + 1 for p in starts]
+        stage = cache.find(seqs, starts)
+        assert stage is not None
+        capacities.append(stage.capacity)
+    assert capacities[:20] == [20] * 20  # exactly the reachable room, never grown inside the budget
+    assert min(capacities[20:]) > 20  # past it, growth keeps the stage exact
+    assert cache.counters["decode_stage_builds"] == 1
+    assert max(errors) < 1e-5

@@ -29,9 +29,16 @@ from posttrain.rollout.engine.sequence import Sequence
 NEG_INF = float("-inf")
 
 
-def _capacity(num_positions: int) -> int:
-    """Room for `num_positions` plus growth, a power of two, so growing is amortised O(1) per step."""
-    return max(64, 1 << num_positions.bit_length())
+def _capacity(num_positions: int, most: int | None = None) -> int:
+    """Room for `num_positions` plus growth: a power of two, so growing is amortised O(1) per step,
+    but no more than `most` (the positions the members can still reach) when that is enough."""
+    cap = max(64, 1 << num_positions.bit_length())
+    return cap if most is None else max(num_positions, min(cap, most))
+
+
+def _reachable(members: Seq[Sequence], first_pos: int) -> int:
+    """The most positions from `first_pos` any member stages before its token budget runs out."""
+    return max(s.prompt_len + s.params.max_new_tokens for s in members) - first_pos
 
 
 class DecodeStage:
@@ -69,8 +76,9 @@ class DecodeStage:
             slots = (blocks[:, None] * bs + torch.arange(bs)).flatten().to(dev)
             # [L, P, Hkv, D] -> [L, Hkv, P, D]: each head's keys contiguous for one matmul per group
             prefix = (pool_k[:, slots].transpose(1, 2).contiguous(), pool_v[:, slots].transpose(1, 2).contiguous())
-        cap = _capacity(max(lengths) + 1)
-        own = torch.zeros(len(members), cap, dtype=torch.long)  # unstaged: slot 0, finite, masked
+        width = max(lengths)
+        cap = _capacity(width + 1, _reachable(members, first_pos))
+        own = torch.zeros(len(members), width, dtype=torch.long)  # unstaged: slot 0, finite, masked
         bias = torch.full((len(members), cap), NEG_INF, dtype=pool_k.dtype)
         for b, (seq, length) in enumerate(zip(members, lengths, strict=True)):
             positions = torch.arange(first_pos, first_pos + length)
@@ -79,9 +87,16 @@ class DecodeStage:
             bias[b, :length] = 0.0
         own = own.flatten().to(dev)
         num_layers, _, hkv, d = pool_k.shape
-        shape = (num_layers, len(members), cap, hkv, d)
-        kv = (pool_k[:, own].view(shape).transpose(2, 3).contiguous(),
-              pool_v[:, own].view(shape).transpose(2, 3).contiguous())
+        shape = (num_layers, len(members), width, hkv, d)
+
+        def stage(pool: torch.Tensor) -> torch.Tensor:
+            # only the staged width is gathered; the room past it is zeroed (finite under the -inf bias)
+            out = pool.new_empty(num_layers, len(members), hkv, cap, d)
+            out[:, :, :, :width] = pool[:, own].view(shape).transpose(2, 3)
+            out[:, :, :, width:] = 0.0
+            return out
+
+        kv = (stage(pool_k), stage(pool_v))
         return cls(tuple(s.seq_id for s in members), [s.block_table for s in members], list(shared), lengths,
                    bs, kv, bias.to(dev), prefix)
 
@@ -105,7 +120,7 @@ class DecodeStage:
     def advance(self) -> None:
         """Make room for one more position per member; the step's forward writes it (`write`)."""
         if max(self.lengths) >= self.capacity:
-            self._grow(_capacity(max(self.lengths) + 1))
+            self._grow(_capacity(max(self.lengths) + 1))  # a member outgrew its budget: plain doubling
         dev = self.k.device
         b, hkv, cap = len(self.lengths), self.k.shape[2], self.capacity
         rel = torch.tensor(self.lengths, dtype=torch.long, device=dev)  # [B]
