@@ -56,21 +56,23 @@ def test_positive_advantages_raise_chosen_token_logprobs() -> None:
     assert after > before + 1e-3
 
 
+# Both invariance tests run in float64: AdamW divides by sqrt(v), so for a parameter whose gradient is
+# near zero it turns float32 summation-order noise into steps of order lr, which no fixed atol bounds.
 @pytest.mark.parametrize("aggregation", ["token_mean", "seq_mean_token_mean", "seq_mean_token_sum_norm"])
 def test_micro_batch_size_does_not_change_the_update(aggregation: str) -> None:
     loss = LossConfig(aggregation=aggregation, entropy_coef=0.01)  # type: ignore[arg-type]
     results = []
     for micro in (1, 4, 6):
         config = PolicyConfig(lr=1e-2, micro_batch_size=micro, epochs=2, loss=loss)
-        trainer = PolicyTrainer(tiny_random(), config)
+        trainer = PolicyTrainer(tiny_random().double(), config)
         metrics = trainer.step(_batch())
         results.append((metrics, [p.detach().clone() for p in trainer.model.parameters()]))
     (base_metrics, base_params), *others = results
     for metrics, params in others:
         for key in ("loss", "entropy", "clip_fraction", "grad_norm", "loss/a"):
-            assert metrics[key] == pytest.approx(base_metrics[key], rel=1e-4, abs=1e-6)
+            assert metrics[key] == pytest.approx(base_metrics[key], rel=1e-6, abs=1e-9)
         for param, base in zip(params, base_params, strict=True):
-            torch.testing.assert_close(param, base, atol=1e-5, rtol=1e-4)
+            torch.testing.assert_close(param, base, atol=1e-9, rtol=1e-9)
 
 
 def test_micro_batch_invariance_with_kl_weights_gspo_and_mini_batches() -> None:
@@ -80,16 +82,16 @@ def test_micro_batch_invariance_with_kl_weights_gspo_and_mini_batches() -> None:
     results = []
     for micro in (1, 3):
         config = PolicyConfig(lr=1e-2, micro_batch_size=micro, epochs=2, mini_batches=2, loss=loss)
-        trainer = PolicyTrainer(tiny_random(), config)
+        trainer = PolicyTrainer(tiny_random().double(), config)
         batch = _batch()
         batch.sample_weights = [0.5, 2.0, 1.0, 0.0, 1.5, 1.0]
         metrics = trainer.step(batch)
         results.append((metrics, [p.detach().clone() for p in trainer.model.parameters()]))
     (metrics_a, params_a), (metrics_b, params_b) = results
     for key in ("loss", "kl", "clip_fraction", "grad_norm"):
-        assert metrics_b[key] == pytest.approx(metrics_a[key], rel=1e-4, abs=1e-6)
+        assert metrics_b[key] == pytest.approx(metrics_a[key], rel=1e-6, abs=1e-9)
     for param_a, param_b in zip(params_a, params_b, strict=True):
-        torch.testing.assert_close(param_b, param_a, atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(param_b, param_a, atol=1e-9, rtol=1e-9)
 
 
 def test_per_domain_losses_at_the_old_policy() -> None:
