@@ -1,0 +1,37 @@
+"""The runner's projections equal `nn.Linear` on the module's own weights, whichever form they take."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from posttrain.rollout.engine import model as native_model
+from posttrain.rollout.engine.model import project
+
+
+@pytest.mark.parametrize("rows", [1, 2, 4, 31, 256, 257, 600])
+@pytest.mark.parametrize("bias", [False, True])
+def test_projection_equals_linear(rows: int, bias: bool) -> None:
+    torch.manual_seed(rows)
+    linear = torch.nn.Linear(48, 80, bias=bias)
+    x = torch.randn(rows, 48)
+    got = project(linear, x)
+    assert got.shape == (rows, 80) and got.is_contiguous()
+    assert (got - linear(x)).abs().max().item() < 1e-5
+
+
+def test_projection_sees_in_place_weight_updates() -> None:
+    """No copy of the weights is kept: an optimizer step on the module is seen at the next call."""
+    linear = torch.nn.Linear(16, 16)
+    x = torch.randn(3, 16)
+    before = project(linear, x)
+    with torch.no_grad():
+        linear.weight.add_(1.0)
+    assert (project(linear, x) - before).abs().min().item() > 0
+    assert (project(linear, x) - linear(x)).abs().max().item() < 1e-5
+
+
+def test_large_inputs_use_linear_itself() -> None:
+    linear = torch.nn.Linear(8, 8)
+    x = torch.randn(native_model._SMALL_PROJECTION_ROWS + 1, 8)
+    assert torch.equal(project(linear, x), torch.nn.functional.linear(x, linear.weight, linear.bias))
