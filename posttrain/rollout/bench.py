@@ -46,7 +46,8 @@ def _workloads() -> dict[str, Callable[[Any, Any], dict[str, Any]]]:
     from posttrain.rollout import bench_workloads as w
 
     return {"W1": w.w1_grpo_group, "W2": w.w2_multi_turn, "W3": w.w3_shared_system_prompt,
-            "W4": w.w4_tiered, "W5": long.w5_chunked_prefill, "W6": long.w6_long_context}
+            "W4": w.w4_tiered, "W5": long.w5_chunked_prefill, "W6": long.w6_long_context,
+            "proj": w.projections}
 
 
 def targets(results: dict[str, Any]) -> dict[str, Any]:
@@ -107,7 +108,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="scaled-down sizes (a few minutes on 2 cores)")
     parser.add_argument("--models", default=None, help="comma list of small,medium,wide (default small,medium;"
                         " quick: small)")
-    parser.add_argument("--workloads", default="W1,W2,W3,W4,W5,W6", help="comma list of W1..W6")
+    parser.add_argument("--workloads", default="W1,W2,W3,W4,W5,W6,proj",
+                        help="comma list of W1..W6 and proj (projection micro-benchmark)")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     return parser.parse_args(argv)
 

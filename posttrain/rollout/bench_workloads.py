@@ -195,3 +195,30 @@ def w4_tiered(model: Any, s: BenchSizes) -> dict[str, Any]:
     for name in ("host_offload", "disk_offload"):
         result[f"{name}_speedup_vs_recompute"] = result["recompute"]["wall_s"] / result[name]["wall_s"]
     return result
+
+
+def projections(model: Any, s: BenchSizes) -> dict[str, Any]:
+    """The engine's CPU projections (`model.project`) against `F.linear` over all of the model's
+    linear layers, per number of input rows: the best of several alternating rounds, in milliseconds
+    per pass over every layer, and the ratio."""
+    from posttrain.rollout.engine.model import project
+
+    layers = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    forms: dict[str, Callable[[Any, torch.Tensor], torch.Tensor]] = {
+        "linear": lambda m, x: torch.nn.functional.linear(x, m.weight, m.bias), "project": project}
+    result: dict[str, Any] = {}
+    for rows in (1, 2, 4, 8, 16, 32, 64, 128, 256):
+        inputs = [torch.randn(rows, m.in_features) for m in layers]
+        best = dict.fromkeys(forms, float("inf"))
+        with torch.no_grad():
+            for _ in range(7):
+                for name, fn in forms.items():
+                    passes = max(2, 32 // rows)
+                    start = time.perf_counter()
+                    for _ in range(passes):
+                        for m, x in zip(layers, inputs, strict=True):
+                            fn(m, x)
+                    best[name] = min(best[name], (time.perf_counter() - start) / passes * 1e3)
+        result[f"rows_{rows}"] = {"linear_ms": best["linear"], "project_ms": best["project"],
+                                  "speedup": best["linear"] / best["project"]}
+    return result

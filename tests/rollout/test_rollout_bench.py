@@ -23,3 +23,12 @@ def test_quick_w3_run_writes_json(tmp_path: Path) -> None:
     report = json.loads((tmp_path / "rollout.json").read_text())
     assert report["sizes"]["w3_shared_tokens"] == 512
     assert report["targets"]["small"]["W3 recomputed == unique"]["met"] is True
+
+
+def test_projection_benchmark_reports_both_forms_per_row_count(tmp_path: Path) -> None:
+    assert main(["--quick", "--workloads", "proj", "--threads", "1", "--out", str(tmp_path)]) == 0
+    result = json.loads((tmp_path / "rollout.json").read_text())["results"]["small"]["proj"]
+    assert set(result) == {f"rows_{n}" for n in (1, 2, 4, 8, 16, 32, 64, 128, 256)}
+    for cell in result.values():
+        assert cell["linear_ms"] > 0 and cell["project_ms"] > 0
+        assert cell["speedup"] == pytest.approx(cell["linear_ms"] / cell["project_ms"])

@@ -26,15 +26,16 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     return weight * x32.to(dtype)
 
 
-# Up to this many rows, a CPU projection computes `W @ x^T` rather than `x @ W^T` (F.linear): for the
-# few rows of a decode step the former runs 3x faster in float32 on the CPUs measured, and it is never
-# slower up to a few hundred rows (docs/rollout.md, "Decode projections").
-_SMALL_PROJECTION_ROWS = 256
+# For 2 to this many rows a CPU projection computes `W @ x^T` rather than `x @ W^T` (F.linear): for
+# the few rows of a decode step the former runs 1.5-4x faster in float32 on the CPUs measured; at one
+# row the two tie and from about 128 rows F.linear is as fast or faster (`posttrain bench rollout
+# --workloads proj`; docs/rollout.md, "Decode projections").
+_SMALL_PROJECTION_ROWS = 64
 
 
 def project(linear: Any, x: torch.Tensor) -> torch.Tensor:
     """`linear(x)` for `x` `[N, in]` using the module's own weight and bias."""
-    if x.device.type != "cpu" or x.shape[0] > _SMALL_PROJECTION_ROWS:
+    if x.device.type != "cpu" or not 2 <= x.shape[0] <= _SMALL_PROJECTION_ROWS:
         return F.linear(x, linear.weight, linear.bias)
     out = torch.mm(linear.weight, x.t()).t()
     return (out + linear.bias if linear.bias is not None else out).contiguous()
