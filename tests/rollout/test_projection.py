@@ -36,3 +36,17 @@ def test_one_row_and_large_inputs_use_linear_itself(rows: int) -> None:
     linear = torch.nn.Linear(8, 8)
     x = torch.randn(rows, 8)
     assert torch.equal(project(linear, x), torch.nn.functional.linear(x, linear.weight, linear.bias))
+
+
+class _Adapted(torch.nn.Linear):
+    """A projection whose forward adds to what its weight computes (as a LoRA wrapper does)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x) + 1.0
+
+
+@pytest.mark.parametrize("rows", [1, 4, 300])
+def test_modules_other_than_plain_linear_run_their_own_forward(rows: int) -> None:
+    layer = _Adapted(8, 8)
+    x = torch.randn(rows, 8)
+    assert torch.equal(project(layer, x), layer(x))

@@ -4,7 +4,8 @@ The weights are read from the HF module at every call (no copy), so a trainer th
 module in place is seen immediately. The maths mirrors `transformers` op for op (RMSNorm in float32,
 rotate-half RoPE from the model's own rotary module, so any `rope_scaling` it supports applies; GQA;
 SwiGLU MLP; Qwen3's per-head q/k norms; biases where the config has them) so greedy decoding matches
-`generate` token for token. Not supported: per-layer sliding windows of the HF model (Qwen2
+`generate` token for token. One deliberate difference: on CPU, small-row projections are computed in
+the transposed form (`project`), which rounds differently (about 1e-6) and runs faster. Not supported: per-layer sliding windows of the HF model (Qwen2
 `use_sliding_window`), dynamic RoPE that depends on the sequence length.
 """
 
@@ -34,9 +35,10 @@ _SMALL_PROJECTION_ROWS = 64
 
 
 def project(linear: Any, x: torch.Tensor) -> torch.Tensor:
-    """`linear(x)` for `x` `[N, in]` using the module's own weight and bias."""
-    if x.device.type != "cpu" or not 2 <= x.shape[0] <= _SMALL_PROJECTION_ROWS:
-        return F.linear(x, linear.weight, linear.bias)
+    """`linear(x)` for `x` `[N, in]`. Only a plain `nn.Linear` takes the `W @ x^T` form; any other
+    module (a LoRA-wrapped projection, a quantised layer) is called as it is, so its forward applies."""
+    if type(linear) is not torch.nn.Linear or x.device.type != "cpu" or not 2 <= x.shape[0] <= _SMALL_PROJECTION_ROWS:
+        return linear(x)
     out = torch.mm(linear.weight, x.t()).t()
     return (out + linear.bias if linear.bias is not None else out).contiguous()
 
