@@ -5,8 +5,9 @@ module in place is seen immediately. The maths mirrors `transformers` op for op 
 rotate-half RoPE from the model's own rotary module, so any `rope_scaling` it supports applies; GQA;
 SwiGLU MLP; Qwen3's per-head q/k norms; biases where the config has them) so greedy decoding matches
 `generate` token for token. One deliberate difference: on CPU, small-row projections are computed in
-the transposed form (`project`), which rounds differently (about 1e-6) and runs faster. Not supported: per-layer sliding windows of the HF model (Qwen2
-`use_sliding_window`), dynamic RoPE that depends on the sequence length.
+the transposed form (`project`), which rounds differently (about 1e-6) and runs faster.
+Not supported: per-layer sliding windows of the HF model (Qwen2 `use_sliding_window`), dynamic RoPE
+that depends on the sequence length.
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     return weight * x32.to(dtype)
 
 
-# For 2 to this many rows a CPU projection computes `W @ x^T` rather than `x @ W^T` (F.linear): for
-# the few rows of a decode step the former runs 1.5-4x faster in float32 on the CPUs measured; at one
-# row the two tie and from about 128 rows F.linear is as fast or faster (`posttrain bench rollout
+# For 2 to this many rows a CPU projection computes `W @ x^T` rather than `x @ W^T` (F.linear): the
+# former ran 2-4x faster at 2-4 rows and 1.2-1.6x at 8-64 in float32 on the CPUs measured; at one row
+# the two tie and from about 128 rows F.linear is as fast (`posttrain bench rollout
 # --workloads proj`; docs/rollout.md, "Decode projections").
 _SMALL_PROJECTION_ROWS = 64
 
@@ -37,7 +38,8 @@ _SMALL_PROJECTION_ROWS = 64
 def project(linear: Any, x: torch.Tensor) -> torch.Tensor:
     """`linear(x)` for `x` `[N, in]`. Only a plain `nn.Linear` takes the `W @ x^T` form; any other
     module (a LoRA-wrapped projection, a quantised layer) is called as it is, so its forward applies."""
-    if type(linear) is not torch.nn.Linear or x.device.type != "cpu" or not 2 <= x.shape[0] <= _SMALL_PROJECTION_ROWS:
+    small = x.device.type == "cpu" and 2 <= x.shape[0] <= _SMALL_PROJECTION_ROWS
+    if not small or type(linear) is not torch.nn.Linear:
         return linear(x)
     out = torch.mm(linear.weight, x.t()).t()
     return (out + linear.bias if linear.bias is not None else out).contiguous()
