@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -68,24 +69,37 @@ def host_python() -> str:
     return os.path.realpath(sys.executable)
 
 
-def run_leftovers(before: list[int], after: list[int]) -> list[int]:
+def run_leftovers(before: list[int], after: list[int], settle_s: float = 2.0) -> list[int]:
     """Pids in `after` but not `before`, except the supervisor's prepared child (a fork of the
-    supervisor, or the shell it execs to wait for the next run)."""
+    supervisor, or the shell it execs to wait for the next run).
+
+    A process in the middle of execve shows an empty cmdline (its new memory has no arguments yet),
+    and the prepared child is forked and execs a few ms after each reply: an empty cmdline is read
+    again until it shows a program or the process is gone, for up to `settle_s`.
+    """
     from posttrain.sandbox.launch import SUPERVISOR_MOUNT
     from posttrain.sandbox.supervisor import WAITER_ARGV
 
     waiter = "\0".join(WAITER_ARGV).encode() + b"\0"
-
-    left = []
-    for pid in sorted(set(after) - set(before)):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as handle:
-                cmdline = handle.read()
-        except OSError:
-            continue  # already gone
-        if SUPERVISOR_MOUNT.encode() not in cmdline and cmdline != waiter:
-            left.append(pid)
-    return left
+    deadline = time.monotonic() + settle_s
+    left: list[int] = []
+    pending = sorted(set(after) - set(before))
+    while True:
+        unsettled = []
+        for pid in pending:
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                    cmdline = handle.read()
+            except OSError:
+                continue  # already gone
+            if not cmdline:
+                unsettled.append(pid)
+            elif SUPERVISOR_MOUNT.encode() not in cmdline and cmdline != waiter:
+                left.append(pid)
+        if not unsettled or time.monotonic() >= deadline:
+            return sorted(left + unsettled)
+        pending = unsettled
+        time.sleep(0.01)
 
 
 def proc_state(pid: int) -> str:
