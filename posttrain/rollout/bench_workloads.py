@@ -210,10 +210,10 @@ def projections(model: Any, s: BenchSizes) -> dict[str, Any]:
     for rows in (1, 2, 4, 8, 16, 32, 64, 128, 256):
         inputs = [torch.randn(rows, m.in_features) for m in layers]
         best = dict.fromkeys(forms, float("inf"))
+        passes = max(2, 32 // rows)
         with torch.no_grad():
             for _ in range(7):
                 for name, fn in forms.items():
-                    passes = max(2, 32 // rows)
                     start = time.perf_counter()
                     for _ in range(passes):
                         for m, x in zip(layers, inputs, strict=True):
