@@ -1,9 +1,12 @@
-"""Shared vocabulary: Task, DomainSpec, Sample, Score and the taxonomy path.
+"""Shared vocabulary: Task, DomainSpec, Score, the taxonomy path, and the records of a training step.
 
-Everything here is pure data (frozen pydantic models) with no behaviour beyond hashing and parsing.
-Guarantees: a Task's `content_hash` depends only on its prompt and gold data, so train/eval splits
-derived from it never leak; a `Score` always says whether a failure was the model's or the
-infrastructure's. Not here: how tasks are generated (`posttrain.tasks`) or graded (`posttrain.verify`).
+Everything here is pure data (frozen pydantic models) with no behaviour beyond hashing, parsing and
+derived views. Guarantees: a Task's `content_hash` depends only on its prompt and gold data, so
+train/eval splits derived from it never leak; a `Score` always says whether a failure was the model's
+or the infrastructure's; a `Trajectory` is the token sequence the policy was trained on, never a
+re-tokenised rendering, and its loss mask is 1 only on tokens the policy sampled. Records are frozen:
+stages return new ones, so a stage can move to another process. Not here: how tasks are generated
+(`posttrain.tasks`), graded (`posttrain.verify`) or sampled (`posttrain.rollout`).
 """
 
 from __future__ import annotations
@@ -11,10 +14,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 LEVELS: tuple[str, ...] = ("easy", "medium", "hard")
 """Named difficulty levels every parametric family offers, easiest first."""
@@ -141,29 +145,6 @@ class Task(Frozen):
         return users[-1] if users else self.prompt[-1].content
 
 
-class Sample(BaseModel):
-    """A policy response to a task; token ids and logprobs are filled by the rollout engine."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    task: Task
-    """The task answered."""
-    response: str
-    """Decoded response text."""
-    group_index: int = 0
-    """Position within the task's group of G samples."""
-    prompt_token_ids: list[int] | None = None
-    """Prompt tokens as the policy saw them."""
-    token_ids: list[int] | None = None
-    """Response tokens."""
-    logprobs: list[float] | None = None
-    """Per-response-token log-probabilities under the sampling policy."""
-    finish_reason: str | None = None
-    """stop, length, ..."""
-    policy_version: int = 0
-    """Weight version that produced the sample."""
-
-
 class ErrorKind(StrEnum):
     """Who is to blame for a failed grade."""
 
@@ -211,3 +192,91 @@ class Score(Frozen):
     @classmethod
     def infra(cls, message: str, **details: Any) -> Score:
         return cls(reward=0.0, passed=False, details=details, error=ErrorKind.INFRA, message=message)
+
+
+class Trajectory(Frozen):
+    """One rollout as the learner sees it: every token in order, which of them the policy sampled
+    (`loss_mask` 1; prompt, user, tool and system tokens 0), their sampling logprobs and the weight
+    version that produced them. A single-turn answer is one prompt segment and one policy segment."""
+
+    task: Task
+    """The task answered."""
+    token_ids: tuple[int, ...]
+    """Prompt and response tokens as the policy saw and produced them."""
+    loss_mask: tuple[int, ...]
+    """Per token: 1 where the policy generated it (trained on), 0 elsewhere."""
+    logprobs: tuple[float, ...]
+    """Per token: log-probability under the sampling policy where `loss_mask` is 1, 0.0 elsewhere."""
+    response: str
+    """The text graded: the policy's tokens decoded (the final answer for multi-turn episodes)."""
+    policy_version: int = 0
+    """Weight version that produced the policy tokens."""
+    group_index: int = 0
+    """Position within the task's group of G samples."""
+    finish_reason: str | None = None
+    """stop, length, ... of the last policy segment."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Per-turn or per-episode facts (turn boundaries, tool calls, ...)."""
+
+    @model_validator(mode="after")
+    def _aligned(self) -> Trajectory:
+        if not len(self.token_ids) == len(self.loss_mask) == len(self.logprobs):
+            raise ValueError("token_ids, loss_mask and logprobs must have one entry per token")
+        if any(m not in (0, 1) for m in self.loss_mask):
+            raise ValueError("loss_mask holds 0 or 1 per token")
+        return self
+
+    @classmethod
+    def single_turn(cls, task: Task, prompt_ids: Sequence[int], response_ids: Sequence[int],
+                    logprobs: Sequence[float], response: str, **fields: Any) -> Trajectory:
+        """A prompt followed by one policy segment."""
+        num_prompt, num_response = len(prompt_ids), len(response_ids)
+        return cls(
+            task=task,
+            token_ids=(*prompt_ids, *response_ids),
+            loss_mask=(0,) * num_prompt + (1,) * num_response,
+            logprobs=(0.0,) * num_prompt + tuple(logprobs),
+            response=response,
+            **fields,
+        )
+
+    @property
+    def prompt_length(self) -> int:
+        """Tokens before the first policy token (the whole sequence if the policy produced none)."""
+        return next((i for i, m in enumerate(self.loss_mask) if m), len(self.loss_mask))
+
+    @property
+    def num_policy_tokens(self) -> int:
+        return sum(self.loss_mask)
+
+
+def rewards_differ(rewards: Sequence[float], tolerance: float = 1e-6) -> bool:
+    """At least two rewards further apart than `tolerance` (the one definition of an informative group:
+    equal rewards give every sample a zero GRPO advantage)."""
+    return len(rewards) > 1 and max(rewards) - min(rewards) > tolerance
+
+
+class Group(Frozen):
+    """One task's G trajectories and their scores (same order)."""
+
+    task: Task
+    """The task all trajectories answer."""
+    trajectories: tuple[Trajectory, ...]
+    """The samples."""
+    scores: tuple[Score, ...] = ()
+    """One per trajectory once graded; empty before."""
+
+    @property
+    def rewards(self) -> list[float]:
+        return [s.reward for s in self.scores]
+
+    def is_informative(self, tolerance: float = 1e-6) -> bool:
+        """Rewards differ by more than `tolerance`: the group carries a GRPO learning signal."""
+        return rewards_differ(self.rewards, tolerance)
+
+    def graded(self, scores: Sequence[Score]) -> Group:
+        """This group with `scores`, dropping trajectories whose grade is an infra failure."""
+        if len(scores) != len(self.trajectories):
+            raise ValueError(f"{len(scores)} scores for {len(self.trajectories)} trajectories")
+        kept = [(t, s) for t, s in zip(self.trajectories, scores, strict=True) if not s.is_infra_failure]
+        return Group(task=self.task, trajectories=tuple(t for t, _ in kept), scores=tuple(s for _, s in kept))

@@ -10,13 +10,11 @@ Not here: masking and aggregation over tokens (`posttrain.algo.losses`).
 
 from __future__ import annotations
 
-from typing import Literal
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-KLEstimator = Literal["k1", "k3"]
+from posttrain.algo.config import KLEstimator
 
 
 def kl_k1(logprobs: Tensor, ref_logprobs: Tensor) -> Tensor:

@@ -18,17 +18,12 @@ Not here: advantages (`posttrain.algo.advantages`) and computing log-probabiliti
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import torch
-from pydantic import Field
 from torch import Tensor
 
-from posttrain.algo.kl import KLEstimator, kl_k3, kl_penalty
-from posttrain.config import StrictModel
-
-Aggregation = Literal["token_mean", "seq_mean_token_mean", "seq_mean_token_sum_norm"]
-RatioLevel = Literal["token", "sequence"]
+from posttrain.algo.config import Aggregation, LossConfig, RatioLevel
+from posttrain.algo.kl import kl_k3, kl_penalty
 
 MAX_LOG_RATIO = 20.0
 """Log-ratios are clamped to +-this before exp so one diverged token cannot overflow to inf."""
@@ -36,27 +31,6 @@ MAX_LOG_RATIO = 20.0
 MAX_KL_PER_TOKEN = 10.0
 """Per-token KL estimates are clamped to +-this: k3 grows like exp(log ref - log pi), so one token the
 policy has all but ruled out could otherwise outweigh the whole batch (and carry no useful gradient)."""
-
-
-class LossConfig(StrictModel):
-    """Hyper-parameters of the policy loss (defaults: DAPO-style token-mean with clip-higher)."""
-
-    clip_low: float = Field(0.2, ge=0.0, lt=1.0)
-    """Lower clip range: the ratio is clipped below at 1 - clip_low."""
-    clip_high: float = Field(0.28, ge=0.0)
-    """Upper clip range: the ratio is clipped above at 1 + clip_high (DAPO clip-higher when > clip_low)."""
-    ratio: RatioLevel = "token"
-    """Importance ratio per token (GRPO/DAPO) or per sequence, length-normalised (GSPO)."""
-    aggregation: Aggregation = "token_mean"
-    """How token terms become one loss: token_mean (DAPO), seq_mean_token_mean (GRPO), seq_mean_token_sum_norm (Dr. GRPO)."""
-    norm_num_tokens: int | None = Field(None, gt=0)
-    """Dr. GRPO's constant length normaliser in tokens; None uses the longest response of the batch."""
-    kl_beta: float = Field(0.0, ge=0.0)
-    """Weight of the KL-to-reference penalty; 0 disables it and the reference model."""
-    kl_estimator: KLEstimator = "k3"
-    """Per-token KL estimator: k1 (log ratio) or k3 (Schulman's non-negative estimator)."""
-    entropy_coef: float = Field(0.0, ge=0.0)
-    """Weight of the entropy bonus subtracted from the loss; 0 disables it."""
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,6 @@ from posttrain.curriculum.dynamic_sampling import (
     DynamicSamplingConfig,
     FilterReport,
     FilterResult,
-    RewardGroup,
     fill_informative_groups,
 )
 from posttrain.curriculum.loss_weighting import DoubleWeightingError, WeightRouting, domain_loss_coefficients
@@ -52,7 +51,6 @@ __all__ = [
     "DynamicSamplingConfig",
     "FilterReport",
     "FilterResult",
-    "RewardGroup",
     "WeightRouting",
     "domain_loss_coefficients",
     "fill_informative_groups",

@@ -14,11 +14,13 @@ Call it like this (the trainer owns rollout and grading; this module only decide
     groups : Sequence[G]                    the groups already rolled out and graded
     draw   : Callable[[int], Sequence[G]]   rolls out and grades up to n *new* groups; may return fewer,
                                             an empty result means "no more data"; exceptions propagate
-    G      : any object with `.rewards: Sequence[float]` (e.g. `RewardGroup`), or pass `rewards_of=`
+    G      : any object with `.rewards: Sequence[float]` (e.g. `posttrain.types.Group`), or pass `rewards_of=`
     kept   : list[G]                        exactly num_groups groups unless the report says gave_up
     report : FilterReport                   kept / dropped / padded / extra drawn / gave_up / fraction_filtered
 
-Informative groups beyond `num_groups` are returned in `result.surplus` (use them next step).
+Informative groups beyond `num_groups` (a refill overshoots by design) are returned in
+`result.surplus` and counted in `report.num_surplus`; the trainer does not carry them into the next
+step (they were sampled by this step's policy), so the count is the refill's waste.
 Not here: advantage computation; the choice of which prompts to draw.
 """
 
@@ -32,6 +34,7 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import Field
 
 from posttrain.config import StrictModel
+from posttrain.types import rewards_differ
 
 G = TypeVar("G")
 
@@ -56,15 +59,6 @@ class DynamicSamplingConfig(StrictModel):
 
 
 @dataclass(frozen=True)
-class RewardGroup:
-    """A ready-made group type: an id, the rewards of its samples, and anything else the trainer needs."""
-
-    group_id: str
-    rewards: tuple[float, ...]
-    payload: Any = None
-
-
-@dataclass(frozen=True)
 class FilterReport:
     """What the filter did for one batch."""
 
@@ -82,6 +76,8 @@ class FilterReport:
     """True when the batch could not be filled with informative groups within the budget."""
     fraction_filtered: float
     """num_dropped / groups examined (0 when nothing was examined)."""
+    num_surplus: int = 0
+    """Informative groups beyond the batch (returned in `FilterResult.surplus`)."""
 
 
 @dataclass
@@ -93,11 +89,6 @@ class FilterResult(Generic[G]):
     def __iter__(self) -> Iterator[Any]:
         """`kept, report = fill_informative_groups(...)`."""
         return iter((self.kept, self.report))
-
-
-def is_informative(rewards: Sequence[float], tolerance: float = 1e-6) -> bool:
-    """True when the rewards are not all equal (a group of one sample is never informative)."""
-    return len(rewards) > 1 and max(rewards) - min(rewards) > tolerance
 
 
 def _default_rewards(group: Any) -> Sequence[float]:
@@ -116,7 +107,7 @@ def fill_informative_groups(
     cfg = config or DynamicSamplingConfig()
     target = len(groups) if num_groups is None else num_groups
     if not cfg.enabled:
-        dropped = sum(not is_informative(rewards_of(g), cfg.reward_tolerance) for g in groups)
+        dropped = sum(not rewards_differ(rewards_of(g), cfg.reward_tolerance) for g in groups)
         report = FilterReport(target, len(groups), 0, dropped, 0, 0, False, dropped / max(len(groups), 1))
         return FilterResult(list(groups), report)
     kept: list[G] = []
@@ -127,7 +118,7 @@ def fill_informative_groups(
         nonlocal examined
         for group in batch:
             examined += 1
-            (kept if is_informative(rewards_of(group), cfg.reward_tolerance) else flat).append(group)
+            (kept if rewards_differ(rewards_of(group), cfg.reward_tolerance) else flat).append(group)
 
     examine(groups)
     budget = math.ceil(cfg.max_extra_fraction * target)
@@ -159,5 +150,6 @@ def fill_informative_groups(
         num_draw_calls=calls,
         gave_up=gave_up,
         fraction_filtered=len(flat) / examined if examined else 0.0,
+        num_surplus=len(surplus),
     )
     return FilterResult(kept, report, surplus)

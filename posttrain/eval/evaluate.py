@@ -1,8 +1,9 @@
 """Per-domain evaluation of a policy on the eval split.
 
-Greedy decoding (temperature 0) on a fixed eval set per domain (`TaskPool.eval_tasks`), graded by the
-domains' verifiers. Infra failures are counted apart and excluded from reward and pass rate.
-Generation goes through any `RolloutEngine`, so the same code evaluates HF, native and vLLM backends.
+Greedy decoding (temperature 0) on a fixed eval set per domain (`TaskPool.eval_tasks`), prompts
+rendered by the rollout package's `PromptRenderer`, graded by a score function (a `Grader`'s `grade`).
+Infra failures are counted apart and excluded from reward and pass rate. Generation goes through any
+`RolloutEngine`, so the same code evaluates HF, native and vLLM backends.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from posttrain.rollout.api import GenerationRequest, RolloutEngine, SamplingParams
+from posttrain.rollout.prompting import PromptRenderer
 from posttrain.tasks.pool import TaskPool
-from posttrain.train.prompting import render_prompt_ids, stop_ids
 from posttrain.types import Score, Task
 
 ScoreFn = Callable[[Sequence[tuple[Task, str]]], list[Score]]
@@ -37,34 +38,28 @@ class DomainEval:
 
 def evaluate(
     engine: RolloutEngine,
-    tokenizer: Any,
+    renderer: PromptRenderer,
     pool: TaskPool,
     domain_ids: Sequence[str],
     score_fn: ScoreFn,
     num_tasks: int = 32,
     max_new_tokens: int = 32,
-    system_prompt: str | None = None,
 ) -> dict[str, DomainEval]:
     """Greedy pass rate and mean reward per domain on a fixed eval set."""
     tasks = [t for d in domain_ids for t in pool.eval_tasks(d, num_tasks)]
-    responses, lengths = generate_greedy(engine, tokenizer, tasks, max_new_tokens, system_prompt)
+    responses, lengths = generate_greedy(engine, renderer, tasks, max_new_tokens)
     scores = score_fn(list(zip(tasks, responses, strict=True)))
     return summarise(tasks, scores, lengths, domain_ids)
 
 
 def generate_greedy(
-    engine: RolloutEngine, tokenizer: Any, tasks: Sequence[Task], max_new_tokens: int, system_prompt: str | None
+    engine: RolloutEngine, renderer: PromptRenderer, tasks: Sequence[Task], max_new_tokens: int
 ) -> tuple[list[str], list[int]]:
     """One greedy response per task, decoded without special tokens, and its token count."""
-    params = SamplingParams(
-        n=1, max_new_tokens=max_new_tokens, temperature=0.0, stop_token_ids=stop_ids(tokenizer)
-    )
-    requests = [
-        GenerationRequest(prompt_ids=tuple(render_prompt_ids(tokenizer, t, system_prompt)), params=params)
-        for t in tasks
-    ]
+    params = SamplingParams(n=1, max_new_tokens=max_new_tokens, temperature=0.0, stop_token_ids=renderer.stop_ids)
+    requests = [GenerationRequest(prompt_ids=tuple(renderer.prompt_ids(t)), params=params) for t in tasks]
     outputs = engine.generate(requests)
-    texts = [tokenizer.decode(o.samples[0].token_ids, skip_special_tokens=True) for o in outputs]
+    texts = [renderer.decode(o.samples[0].token_ids) for o in outputs]
     return texts, [len(o.samples[0].token_ids) for o in outputs]
 
 

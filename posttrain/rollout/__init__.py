@@ -1,8 +1,10 @@
 """posttrain.rollout: generation backends for RL rollouts (native paged engine, HF baseline, vLLM).
 
-Importing this package is cheap: torch-backed engines load on first attribute access.
-`SamplingParams`, `GenerationRequest` and the output records come from `posttrain.rollout.api`, whose
-docstring fixes the logprob semantics every engine follows.
+Importing this package is cheap: torch-backed engines load on first attribute access or in
+`build_engine`. `SamplingParams`, `GenerationRequest` and the output records come from
+`posttrain.rollout.api`, whose docstring fixes the logprob semantics every engine follows; the engine
+configs (`EngineConfig`, a tagged union) from `posttrain.rollout.config`; `PromptRenderer` (chat
+template, system prompt, stop ids) from `posttrain.rollout.prompting`.
 """
 
 from __future__ import annotations
@@ -18,20 +20,38 @@ from posttrain.rollout.api import (
     SamplingParams,
     Session,
 )
+from posttrain.rollout.config import (
+    AttentionConfig,
+    EngineConfig,
+    HFEngineConfig,
+    NativeEngineConfig,
+    SamplingConfig,
+    VLLMEngineConfig,
+)
+from posttrain.rollout.prompting import PromptRenderer
 
 _LAZY = {
     "NativeEngine": "posttrain.rollout.engine.engine",
-    "NativeEngineConfig": "posttrain.rollout.engine.engine",
-    "AttentionConfig": "posttrain.rollout.engine.attention",
     "HFEngine": "posttrain.rollout.hf_engine",
     "VLLMEngine": "posttrain.rollout.vllm_engine",
 }
 
-__all__ = ["GenerationRequest", "RequestOutput", "RolloutEngine", "SampleOutput", "SamplingParams",
-           "Session", *_LAZY]
+__all__ = ["AttentionConfig", "EngineConfig", "GenerationRequest", "HFEngineConfig", "NativeEngineConfig",
+           "PromptRenderer", "RequestOutput", "RolloutEngine", "SampleOutput", "SamplingConfig",
+           "SamplingParams", "Session", "VLLMEngineConfig", "build_engine", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'posttrain.rollout' has no attribute {name!r}")
+
+
+def build_engine(config: EngineConfig, model: Any, model_path: str | None = None) -> RolloutEngine:
+    """The engine `config` names, over `model` (shared, not copied; vLLM loads `model_path` instead)."""
+    if isinstance(config, VLLMEngineConfig):
+        if model_path is None:
+            raise ValueError("the vllm engine loads the model from a directory; no model path was given")
+        return __getattr__("VLLMEngine")(model_path, config)  # type: ignore[no-any-return]
+    engine_class = {NativeEngineConfig: "NativeEngine", HFEngineConfig: "HFEngine"}[type(config)]
+    return __getattr__(engine_class)(model, config)  # type: ignore[no-any-return]

@@ -12,30 +12,23 @@ forward at temperature 1 computes, so the values can be used as old-policy logpr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from posttrain.config import StrictModel
+from posttrain.rollout.config import SamplingConfig
 
 FinishReason = Literal["stop", "length"]
 
 
-class SamplingParams(BaseModel):
-    """How to sample the completions of one prompt."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class SamplingParams(SamplingConfig):
+    """How to sample the completions of one prompt: the sampling fields plus the request's own."""
 
     n: int = Field(1, ge=1)
     """Number of independent samples (a GRPO group) drawn for the prompt."""
-    max_new_tokens: int = Field(64, ge=1)
-    """Upper bound on generated tokens per sample (stop token included)."""
-    temperature: float = Field(1.0, ge=0.0)
-    """Softmax temperature; 0 means greedy (argmax)."""
-    top_p: float = Field(1.0, gt=0.0, le=1.0)
-    """Nucleus sampling mass; 1.0 disables it."""
-    top_k: int = Field(0, ge=0)
-    """Keep only the k most likely tokens; 0 disables it."""
     seed: int | None = None
     """Seed of the per-sample generators (sample j uses seed + j); None draws from torch's global RNG."""
     stop_token_ids: tuple[int, ...] = ()
@@ -44,10 +37,8 @@ class SamplingParams(BaseModel):
     """raw: log-softmax of unprocessed logits; processed: of the distribution actually sampled from."""
 
 
-class GenerationRequest(BaseModel):
+class GenerationRequest(StrictModel):
     """One prompt (as token ids) and how to sample from it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     prompt_ids: tuple[int, ...] = Field(min_length=1)
     """The prompt, already tokenised (chat template applied)."""
@@ -90,8 +81,9 @@ class RolloutEngine(Protocol):
         """Run all requests to completion; one output per request, in order."""
         ...
 
-    def update_weights(self, model_or_state_dict: Any, version: int | None = None) -> None:
-        """Take new policy weights; every cached KV of older weights stops being reused."""
+    def update_weights(self, state_dict: Mapping[str, Any], version: int | None = None) -> None:
+        """Take new policy weights as a state dict (copied in place, nothing copied for tensors the
+        engine already shares); every cached KV of older weights stops being reused."""
         ...
 
     def stats(self) -> dict[str, float]:

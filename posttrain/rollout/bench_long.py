@@ -14,9 +14,9 @@ from typing import Any
 
 from posttrain.rollout.api import GenerationRequest, SamplingParams
 from posttrain.rollout.bench_workloads import BLOCK_SIZE, BenchSizes, random_ids
-from posttrain.rollout.engine.attention import AttentionConfig
+from posttrain.rollout.config import AttentionConfig, NativeEngineConfig
 from posttrain.rollout.engine.divergence import divergence_from_logits
-from posttrain.rollout.engine.engine import NativeEngine, NativeEngineConfig
+from posttrain.rollout.engine.engine import NativeEngine
 
 
 def _w5_one(model: Any, s: BenchSizes, chunk: int | None) -> dict[str, float]:

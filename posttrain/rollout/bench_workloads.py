@@ -2,7 +2,7 @@
 
 Every function takes a model and a `BenchSizes` and returns a JSON-ready dict of measurements and
 ratios. Baselines: B0 = `transformers` `generate(num_return_sequences=N)` (`HFEngine`), B1 = HF with
-each prompt prefilled once and its KV expanded to the N samples (`HFEngine(prefill_once=True)`).
+each prompt prefilled once and its KV expanded to the N samples (`HFEngineConfig(prefill_once=True)`).
 Prompts are random token ids; no stop tokens, so every engine generates the same number of tokens.
 """
 
@@ -17,7 +17,8 @@ import torch
 from pydantic import BaseModel, ConfigDict
 
 from posttrain.rollout.api import GenerationRequest, RolloutEngine, SamplingParams
-from posttrain.rollout.engine.engine import NativeEngine, NativeEngineConfig
+from posttrain.rollout.config import HFEngineConfig, NativeEngineConfig
+from posttrain.rollout.engine.engine import NativeEngine
 from posttrain.rollout.hf_engine import HFEngine
 
 
@@ -85,7 +86,7 @@ def summary(engine: RolloutEngine, wall_s: float, outputs: list[Any], kv_peak_mb
 
 def engines(model: Any, config: NativeEngineConfig) -> dict[str, Callable[[], RolloutEngine]]:
     return {"native": lambda: NativeEngine(model, config), "B0": lambda: HFEngine(model),
-            "B1": lambda: HFEngine(model, prefill_once=True)}
+            "B1": lambda: HFEngine(model, HFEngineConfig(prefill_once=True))}
 
 
 def add_ratios(result: dict[str, Any], metric: str = "wall_s") -> None:

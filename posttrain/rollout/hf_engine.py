@@ -6,14 +6,14 @@ Works for any causal LM `transformers` can run. Two modes:
 - `prefill_once=True` (baseline B1): each prompt is prefilled once, its KV cache expanded to the n
   samples, and the group decoded as one batch with the native engine's sampler.
 Logprobs follow `posttrain.rollout.api` (log-softmax of raw logits by default). Nothing is cached
-between calls, so `update_weights` only swaps the weights.
+between calls, so `update_weights` only loads the weights (`posttrain.rollout.weights`).
 """
 
 from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -26,7 +26,9 @@ from posttrain.rollout.api import (
     Session,
     finish_reason_of,
 )
+from posttrain.rollout.config import HFEngineConfig
 from posttrain.rollout.engine.sampler import make_generator, sample_token
+from posttrain.rollout.weights import load_weights
 
 
 def load_model(model_or_path: Any) -> Any:
@@ -36,14 +38,6 @@ def load_model(model_or_path: Any) -> Any:
 
         return AutoModelForCausalLM.from_pretrained(model_or_path, dtype=torch.float32).eval()
     return model_or_path
-
-
-def adopt_weights(current: Any, model_or_state_dict: Any) -> Any:
-    """The module to use after a weight update; copies only when given a state dict."""
-    if isinstance(model_or_state_dict, dict):
-        current.load_state_dict(model_or_state_dict)
-        return current
-    return load_model(model_or_state_dict)
 
 
 def truncate_at_stop(token_ids: list[int], stop_token_ids: Sequence[int]) -> list[int]:
@@ -74,9 +68,9 @@ class _FirstCallTimer:
 class HFEngine:
     """`RolloutEngine` over `transformers` generation (see module docstring for the two modes)."""
 
-    def __init__(self, model: Any, prefill_once: bool = False) -> None:
+    def __init__(self, model: Any, config: HFEngineConfig | None = None) -> None:
         self.model = load_model(model)
-        self.prefill_once = prefill_once
+        self.prefill_once = (config or HFEngineConfig()).prefill_once
         self.version = 0
         self._stats: dict[str, float] = {"prompt_tokens": 0, "computed_tokens": 0, "cached_tokens": 0,
                                          "generated_tokens": 0, "requests": 0}
@@ -93,8 +87,8 @@ class HFEngine:
             self._stats["requests"] += 1
         return outputs
 
-    def update_weights(self, model_or_state_dict: Any, version: int | None = None) -> None:
-        self.model = adopt_weights(self.model, model_or_state_dict)
+    def update_weights(self, state_dict: Mapping[str, Any], version: int | None = None) -> None:
+        load_weights(self.model, state_dict)
         self.version = self.version + 1 if version is None else version
 
     def stats(self) -> dict[str, float]:

@@ -3,14 +3,14 @@
 Install with `pip install posttrain[vllm]` on a CUDA machine. vLLM is imported only when the engine is
 built, so this module is safe to import anywhere. Logprobs are requested as raw logprobs
 (`logprobs_mode="raw_logprobs"` where the installed vLLM supports it), matching
-`posttrain.rollout.api`. `update_weights` loads a state dict (or a module's) into the running model
+`posttrain.rollout.api`. `update_weights` loads a state dict into the running model
 through `LLM.apply_model` and resets vLLM's prefix cache, so no stale KV is reused.
 Not covered by CPU tests (skipped there); the API follows vLLM's documented offline interface.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from posttrain.rollout.api import (
@@ -21,12 +21,14 @@ from posttrain.rollout.api import (
     Session,
     finish_reason_of,
 )
+from posttrain.rollout.config import VLLMEngineConfig
 
 
 class VLLMEngine:
     """`RolloutEngine` over `vllm.LLM` (model given as a local HF directory)."""
 
-    def __init__(self, model_path: str, **llm_kwargs: Any) -> None:
+    def __init__(self, model_path: str, config: VLLMEngineConfig | None = None) -> None:
+        llm_kwargs = dict((config or VLLMEngineConfig()).llm_kwargs)
         try:
             import vllm
         except ImportError as exc:  # pragma: no cover - depends on the optional extra
@@ -62,11 +64,8 @@ class VLLMEngine:
             self._stats["requests"] += 1
         return outputs
 
-    def update_weights(self, model_or_state_dict: Any, version: int | None = None) -> None:
-        state = model_or_state_dict
-        if not isinstance(state, dict):
-            state = state.state_dict()
-        items = list(state.items())
+    def update_weights(self, state_dict: Mapping[str, Any], version: int | None = None) -> None:
+        items = list(state_dict.items())
         self.llm.apply_model(lambda model: model.load_weights(items))
         self.llm.reset_prefix_cache()
         self.version = self.version + 1 if version is None else version

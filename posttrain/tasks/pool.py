@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from posttrain.config import ConfigError
-from posttrain.tasks.registry import Domain, DomainRegistry
+from posttrain.tasks.registry import Domain, DomainRegistry, DomainsConfig
 from posttrain.types import Task
 
 Split = Literal["train", "eval"]
@@ -38,6 +38,11 @@ class TaskPool:
         self._catalogue: dict[str, _Catalogue] = {}
         """Finite domains only, enumerated once on first need."""
         self.num_generation_failures = 0
+
+    @classmethod
+    def from_config(cls, config: DomainsConfig) -> TaskPool:
+        """The pool of a domains config: its registry, task seed and eval fraction."""
+        return cls(DomainRegistry.from_config(config), seed=config.seed, eval_fraction=config.eval_fraction)
 
     def split_of(self, task: Task) -> Split:
         fraction = int(task.content_hash[:16], 16) / 2.0**64

@@ -173,6 +173,10 @@ class DomainRegistry:
             hint = f"; did you mean {', '.join(close)}?" if close else ""
             raise UnknownDomainError(f"unknown domain {domain_id!r}{hint}") from None
 
+    def verifier_config(self, domain_id: str) -> VerifierConfig:
+        """The config of the verifier that grades `domain_id` (a `Grader`'s lookup)."""
+        return self.get(domain_id).verifier
+
     def select(self, patterns: Sequence[str]) -> list[str]:
         """Ids matching any glob pattern (an exact id matches itself); unknown exact ids raise."""
         chosen: list[str] = []

@@ -17,42 +17,42 @@ from rich.table import Table
 
 from posttrain.config import ConfigError
 from posttrain.tasks.pool import TaskPool
-from posttrain.verify import Verifier, build_verifier
+from posttrain.types import Task
+from posttrain.verify import ExecutorConfig, Grader
 
 
-def score_responses(pool: TaskPool, path: str | Path) -> dict[str, Any]:
-    """Grade every line; returns `{"tasks": [...], "domains": [...], "problems": [...]}`."""
+def score_responses(pool: TaskPool, path: str | Path, workers: int = 0) -> dict[str, Any]:
+    """Grade every line through a `Grader` (`workers` verifier processes, 0: inline); returns
+    `{"tasks": [...], "domains": [...], "problems": [...]}`."""
     path = Path(path)
     try:
         lines = path.read_bytes().splitlines()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read responses: {exc.strerror or exc}") from None
-    verifiers: dict[str, Verifier] = {}
-    rows: list[dict[str, Any]] = []
     problems: list[str] = []
+    graded: list[tuple[int, Task, str]] = []
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
         try:
             task_id, response = _parse_line(raw)
-            task = pool.get(task_id)
+            graded.append((number, pool.get(task_id), response))
         except (ValueError, ConfigError) as exc:
             problems.append(f"{path}:{number}: {exc}")
-            continue
-        if task.domain_id not in verifiers:
-            verifiers[task.domain_id] = build_verifier(pool.registry.get(task.domain_id).verifier)
-        score = verifiers[task.domain_id].score(task, response)
-        rows.append(
-            {
-                "line": number,
-                "task_id": task.id,
-                "domain_id": task.domain_id,
-                "reward": score.reward,
-                "passed": score.passed,
-                "error": score.error.value,
-                "message": score.message,
-            }
-        )
+    with Grader(pool.registry.verifier_config, ExecutorConfig(num_workers=workers)) as grader:
+        scores = grader.grade([(task, response) for _, task, response in graded])
+    rows = [
+        {
+            "line": number,
+            "task_id": task.id,
+            "domain_id": task.domain_id,
+            "reward": score.reward,
+            "passed": score.passed,
+            "error": score.error.value,
+            "message": score.message,
+        }
+        for (number, task, _), score in zip(graded, scores, strict=True)
+    ]
     return {"tasks": rows, "domains": _summarise(rows), "problems": problems}
 
 

@@ -24,61 +24,24 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from pydantic import Field
 
-from posttrain.config import StrictModel
+from posttrain.rollout.prompting import PromptRenderer
 from posttrain.tasks.pool import TaskPool
 from posttrain.train._policy_config import warmup_cosine
-from posttrain.train.prompting import TINY_CHAT_TEMPLATE, render_prompt_ids
+from posttrain.train.config import ModelConfig, TinyBaseConfig
 from posttrain.types import Task
 
 BUILD_VERSION = 3
 """Bumped whenever the recipe changes, so stale cached models are not reused."""
 
 
-class TinyBaseConfig(StrictModel):
-    """Recipe of the embedded tiny base model."""
-
-    vocab_size: int = 384
-    """BPE vocabulary size (256 byte symbols + merges + specials)."""
-    hidden_size: int = 128
-    """Model width."""
-    num_layers: int = 4
-    """Decoder layers."""
-    num_heads: int = 4
-    """Attention heads."""
-    num_kv_heads: int = 2
-    """Key/value heads (grouped-query attention)."""
-    intermediate_size: int = 384
-    """SwiGLU width."""
-    max_steps: int = 1200
-    """Upper bound on SFT steps."""
-    batch_size: int = 64
-    """Sequences per SFT step."""
-    lr: float = 3e-3
-    """Peak AdamW learning rate."""
-    warmup_steps: int = 30
-    """Linear warm-up steps."""
-    min_lr_ratio: float = Field(0.1, ge=0.0, le=1.0)
-    """After warm-up the LR decays along a cosine to this fraction of `lr` at `max_steps`."""
-    eval_every: int = 100
-    """Steps between greedy evaluations."""
-    eval_tasks_per_domain: int = 32
-    """Eval-split tasks per domain for the stopping rule."""
-    stop_pass_rate: float = Field(0.25, gt=0.0, lt=1.0)
-    """Stop SFT once the mean greedy pass rate over domains reaches this."""
-    min_steps: int = 300
-    """Never stop before this many steps."""
-    min_domain_pass_rate: float = Field(0.1, ge=0.0, lt=1.0)
-    """Stop only once every domain's greedy pass rate is at least this (RL needs successes to learn from)."""
-    mix_ceiling: float = Field(0.6, gt=0.0, le=1.0)
-    """A domain's share of SFT examples grows with how far its pass rate is below this."""
-    mix_floor: float = Field(0.15, ge=0.0)
-    """Share every domain keeps before normalising, so domains past the ceiling are not forgotten."""
-    tokenizer_corpus: int = 6000
-    """Rendered train tasks used to fit the tokenizer."""
-    seed: int = 0
-    """Seed for tokenizer corpus, initialisation and batches."""
+TINY_CHAT_TEMPLATE = (
+    "{% for message in messages %}{% if message['role'] == 'assistant' %}A: {{ message['content'] }}"
+    "{{ eos_token }}{% else %}Q: {{ message['content'] }}\n{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}A: {% endif %}"
+)
+"""Q/A template of the embedded tiny model: `Q: <prompt>\nA: <answer><eos>`, so it is prompted through
+the same chat-template path as a real instruct model."""
 
 
 def cache_root() -> Path:
@@ -133,11 +96,12 @@ def new_model(config: TinyBaseConfig, tokenizer: Any) -> Any:
     return tiny_random(shape)
 
 
-def sft_batch(tokenizer: Any, tasks: Sequence[Task]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def sft_batch(renderer: PromptRenderer, tasks: Sequence[Task]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Right-padded (input_ids, attention_mask, labels) with labels only on answer + eos tokens."""
+    tokenizer = renderer.tokenizer
     rows: list[tuple[list[int], list[int]]] = []
     for task in tasks:
-        prompt = render_prompt_ids(tokenizer, task)
+        prompt = renderer.prompt_ids(task)
         answer = tokenizer(task.answer or "", add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
         rows.append((prompt + answer, [-100] * len(prompt) + answer))
     width = max(len(ids) for ids, _ in rows)
@@ -184,10 +148,11 @@ def run_sft(
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: sft_lr_multiplier(s, config))
     history: list[dict[str, Any]] = []
     mixture = {d: 1.0 / len(domain_ids) for d in domain_ids}
+    renderer = PromptRenderer(tokenizer)
     start = time.perf_counter()
     for step in range(1, config.max_steps + 1):
         model.train()
-        input_ids, mask, labels = sft_batch(tokenizer, draw(rng, config.batch_size, mixture))
+        input_ids, mask, labels = sft_batch(renderer, draw(rng, config.batch_size, mixture))
         loss = model(input_ids=input_ids, attention_mask=mask, labels=labels).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -242,9 +207,7 @@ def build_tiny_base(
 
 def ensure_tiny_base(config: TinyBaseConfig, domains: Any, log: Callable[[str], None] = print) -> Path:
     """The cached tiny base model for these domains, built first if missing."""
-    from posttrain.tasks.registry import DomainRegistry
-
-    pool = TaskPool(DomainRegistry.from_config(domains), seed=domains.seed, eval_fraction=domains.eval_fraction)
+    pool = TaskPool.from_config(domains)
     domain_ids = pool.registry.ids()
     out_dir = cache_root() / f"tiny-{cache_key(config, domain_ids, domains.seed, domains.eval_fraction)}"
     if (out_dir / "build.json").is_file():
@@ -258,24 +221,22 @@ def ensure_tiny_base(config: TinyBaseConfig, domains: Any, log: Callable[[str], 
 def _greedy_pass_rate(pool: TaskPool, domain_ids: Sequence[str], config: TinyBaseConfig) -> EvalFn:
     from posttrain.eval.evaluate import evaluate
     from posttrain.rollout import NativeEngine
-    from posttrain.verify import build_verifier
+    from posttrain.verify import ExecutorConfig, Grader
 
-    verifiers = {d: build_verifier(pool.registry.get(d).verifier) for d in domain_ids}
-
-    def score(pairs: Sequence[tuple[Task, str]]) -> list[Any]:
-        return [verifiers[t.domain_id].score(t, r) for t, r in pairs]
+    grader = Grader(pool.registry.verifier_config, ExecutorConfig(num_workers=0))  # inline: nothing to close
 
     def pass_rate(model: Any, tokenizer: Any) -> dict[str, float]:
         model.eval()
-        result = evaluate(NativeEngine(model), tokenizer, pool, domain_ids, score, config.eval_tasks_per_domain)
+        renderer = PromptRenderer(tokenizer)
+        result = evaluate(NativeEngine(model), renderer, pool, domain_ids, grader.grade, config.eval_tasks_per_domain)
         return {d: r.pass_rate for d, r in result.items()}
 
     return pass_rate
 
 
-def resolve_model(model: Any, tiny: TinyBaseConfig, domains: Any, log: Callable[[str], None]) -> tuple[Any, Any]:
+def resolve_model(model: ModelConfig, tiny: TinyBaseConfig, domains: Any, log: Callable[[str], None]) -> tuple[Any, Any]:
     """(model, tokenizer) for a ModelConfig; the `tiny` preset is built (or reused) first."""
-    from posttrain.train.models import ModelConfig, load_model
+    from posttrain.train.models import load_model
 
     if model.preset == "tiny":
         model = ModelConfig(path=str(ensure_tiny_base(tiny, domains, log)), dtype=model.dtype)

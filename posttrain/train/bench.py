@@ -154,25 +154,25 @@ def trl_dataset(settings: PipelineSettings, pool: Any, num_prompts: int) -> tupl
 
     from datasets import Dataset
 
-    from posttrain.train.prompting import messages_of
+    from posttrain.rollout.prompting import chat_messages
 
     rng = random.Random(settings.seed + 1)
     domain_ids = pool.registry.ids()
     tasks = [pool.sample(domain_ids[i % len(domain_ids)], 1, "train", rng)[0] for i in range(num_prompts)]
-    rows = {"prompt": [messages_of(t) for t in tasks], "task_index": list(range(num_prompts))}
+    rows = {"prompt": [chat_messages(t) for t in tasks], "task_index": list(range(num_prompts))}
     return Dataset.from_dict(rows), tasks
 
 
 def verifier_reward(pool: Any, tasks: list[Any]) -> Any:
-    """TRL reward function: the domain's verifier on each completion's text, in-process."""
-    from posttrain.verify import build_verifier
+    """TRL reward function: the domains' verifiers on each completion's text, inline (in-process)."""
+    from posttrain.verify import ExecutorConfig, Grader
 
-    verifiers = {d: build_verifier(pool.registry.get(d).verifier) for d in pool.registry.ids()}
+    grader = Grader(pool.registry.verifier_config, ExecutorConfig(num_workers=0))
 
     def reward(prompts: list[Any], completions: list[Any], task_index: list[int], **_: Any) -> list[float]:
         texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
-        return [verifiers[tasks[i].domain_id].score(tasks[i], text).reward for i, text in zip(task_index, texts,
-                                                                                              strict=True)]
+        pairs = [(tasks[i], text) for i, text in zip(task_index, texts, strict=True)]
+        return [score.reward for score in grader.grade(pairs)]
 
     reward.__name__ = "verifier"
     return reward
@@ -222,11 +222,9 @@ def run_rounds(settings: PipelineSettings, work_dir: Path) -> dict[str, Any]:
     import torch
 
     from posttrain.tasks.pool import TaskPool
-    from posttrain.tasks.registry import DomainRegistry
 
     torch.set_num_threads(settings.threads)
-    domains = domains_config(settings)
-    pool = TaskPool(DomainRegistry.from_config(domains), seed=domains.seed, eval_fraction=domains.eval_fraction)
+    pool = TaskPool.from_config(domains_config(settings))
     model_dir = build_model_dir(settings, pool, work_dir / "model")
     rounds: list[dict[str, Any]] = []
     for index in range(settings.rounds):

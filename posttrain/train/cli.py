@@ -102,30 +102,30 @@ def cmd_base_build(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     import torch
+    from pydantic import TypeAdapter
 
     from posttrain.eval.evaluate import evaluate
-    from posttrain.tasks.pool import TaskPool
-    from posttrain.tasks.registry import DomainRegistry
-    from posttrain.train.base_model import resolve_model
-    from posttrain.train.config import RewardConfig
-    from posttrain.train.models import ModelConfig
-    from posttrain.train.stages import RewardStage, make_engine
+    from posttrain.rollout.config import EngineConfig
+    from posttrain.train.components import Components
+    from posttrain.train.config import ModelConfig, RewardConfig
 
     torch.set_num_threads(2)
     config = _eval_config(args.domains or "quickstart")
     preset = args.model if args.model in ("tiny", "smollm2-135m") else None
-    model_config = ModelConfig(preset=preset) if preset else ModelConfig(path=args.model)
-    model, tokenizer = resolve_model(model_config, config.tiny_base, config.domains, _log_stderr)
-    registry = DomainRegistry.from_config(config.domains)
-    pool = TaskPool(registry, seed=config.domains.seed, eval_fraction=config.domains.eval_fraction)
-    reward = RewardStage(pool, RewardConfig(), seed=0)
+    engine = TypeAdapter(EngineConfig).validate_python({"kind": args.backend})
+    config = config.model_copy(update={
+        "model": ModelConfig(preset=preset) if preset else ModelConfig(path=args.model),
+        "rollout": config.rollout.model_copy(update={"engine": engine}),
+        "reward": RewardConfig(),
+    })
+    parts = Components.build(config, _log_stderr)
     try:
         result = evaluate(
-            make_engine(args.backend, model), tokenizer, pool, registry.ids(), reward.score_pairs,
+            parts.engine, parts.renderer, parts.pool, parts.pool.registry.ids(), parts.grader.grade,
             num_tasks=args.tasks_per_domain, max_new_tokens=args.max_new_tokens,
         )
     finally:
-        reward.close()
+        parts.close()
     rows = [r.to_dict() for r in result.values()]
     if args.json:
         print(json.dumps({"model": args.model, "domains": rows}))

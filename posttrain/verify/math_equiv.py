@@ -1,10 +1,9 @@
 """Mathematical equivalence via math-verify (symbolic and numeric: `\\frac{1}{2}` equals `0.5`).
 
-math-verify bounds its work with `signal.alarm`, which only works in a process's main thread. So:
-called from the main thread, `MathVerifier.score` runs math-verify directly (with its alarm budget);
-called from any other thread, it hands the item to a one-worker `VerifierRunner`, whose worker scores
-in its own main thread. The `VerifierRunner` used by the trainer always scores in workers, so the
-direct path is the normal one there.
+math-verify bounds its work with `signal.alarm`, which only works in a process's main thread, so
+`MathConfig.needs_main_thread` is true and the `Grader` never scores it inline off the main thread (it
+sends such items to a worker process, which scores in its own main thread). Called directly from
+another thread, `MathVerifier.score` cannot set its alarm and returns an infra failure saying so.
 
 Gold convention: `task.gold` is the reference answer as LaTeX or plain maths (`\\frac{1}{2}`, `x^2+1`,
 `42`), a number, or a list of acceptable references; bare references are wrapped in `$...$` before
@@ -17,7 +16,7 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from posttrain.types import Score, Task
 from posttrain.verify.base import GoldError, guarded
@@ -25,12 +24,7 @@ from posttrain.verify.configs import MathConfig
 from posttrain.verify.extract import clean_text
 from posttrain.verify.text import gold_references
 
-if TYPE_CHECKING:
-    from posttrain.verify.runner import VerifierRunner
-
 _MATH_MARKERS = ("$", "\\boxed", "\\(", "\\[")
-_offload_lock = threading.Lock()
-_offload_runner: VerifierRunner | None = None
 
 
 def _wrap(reference: str) -> str:
@@ -44,9 +38,9 @@ class MathVerifier:
     config: MathConfig
 
     def score(self, task: Task, response: str) -> Score:
-        if threading.current_thread() is threading.main_thread():
-            return guarded(self._grade, task, response)
-        return _score_in_worker(self.config, task, response)
+        if threading.current_thread() is not threading.main_thread():
+            return Score.infra("math-verify needs the main thread; grade through a Grader")
+        return guarded(self._grade, task, response)
 
     def _grade(self, task: Task, response: str) -> Score:
         from math_verify import parse, verify
@@ -73,15 +67,3 @@ class MathVerifier:
         if not parsed:
             raise GoldError(f"math-verify finds no maths in gold {reference!r}")
         return parsed
-
-
-def _score_in_worker(config: MathConfig, task: Task, response: str) -> Score:
-    """Score off the main thread: through a lazily started one-worker runner shared by the process."""
-    global _offload_runner
-    from posttrain.verify.runner import RunnerConfig, VerifierRunner
-
-    with _offload_lock:
-        if _offload_runner is None:
-            _offload_runner = VerifierRunner(RunnerConfig(num_workers=1))
-        runner = _offload_runner
-    return runner.score_batch([(task, response, config)])[0]

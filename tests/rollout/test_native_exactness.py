@@ -70,7 +70,7 @@ def test_weight_version_bump_yields_zero_hits(qwen2: Any) -> None:
     engine = traced(qwen2)
     ids = prompt(20)
     run(engine, ids)
-    engine.update_weights(qwen2, version=2)
+    engine.update_weights(qwen2.state_dict(), version=2)
     before = engine.stats()["cached_tokens"]
     run(engine, ids)
     assert engine.stats()["cached_tokens"] == before

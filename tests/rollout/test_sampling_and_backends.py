@@ -10,6 +10,7 @@ import torch
 from posttrain.rollout import (
     GenerationRequest,
     HFEngine,
+    HFEngineConfig,
     NativeEngine,
     NativeEngineConfig,
     RolloutEngine,
@@ -21,7 +22,7 @@ from tests.rollout.conftest import full_logits, prompt
 ENGINES = {
     "native": lambda m: NativeEngine(m, NativeEngineConfig(block_size=4)),
     "hf": lambda m: HFEngine(m),
-    "hf_prefill_once": lambda m: HFEngine(m, prefill_once=True),
+    "hf_prefill_once": lambda m: HFEngine(m, HFEngineConfig(prefill_once=True)),
 }
 
 
@@ -57,7 +58,7 @@ def test_hf_prefill_once_matches_generate_greedy(qwen2: Any) -> None:
     ids = prompt(13)
     params = SamplingParams(n=2, max_new_tokens=10, temperature=0.0)
     b0 = one(HFEngine(qwen2), ids, params)
-    b1 = one(HFEngine(qwen2, prefill_once=True), ids, params)
+    b1 = one(HFEngine(qwen2, HFEngineConfig(prefill_once=True)), ids, params)
     assert [s.token_ids for s in b1.samples] == [s.token_ids for s in b0.samples]
 
 

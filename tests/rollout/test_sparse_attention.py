@@ -7,7 +7,8 @@ from typing import Any
 import torch
 
 from posttrain.rollout import GenerationRequest, NativeEngine, NativeEngineConfig, SamplingParams
-from posttrain.rollout.engine.attention import AttentionConfig, key_positions
+from posttrain.rollout.config import AttentionConfig
+from posttrain.rollout.engine.attention import key_positions
 from posttrain.rollout.engine.divergence import divergence_from_logits, measure_divergence
 from tests.rollout.conftest import prompt
 

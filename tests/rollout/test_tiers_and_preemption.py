@@ -88,7 +88,7 @@ def test_every_block_is_free_or_cached_after_generate(qwen2: Any) -> None:
     engine = NativeEngine(qwen2, NativeEngineConfig(block_size=4, kv_cache_tokens=64))
     engine.generate([GenerationRequest(prompt_ids=prompt(9, seed=s), params=SamplingParams(
         n=2, max_new_tokens=10, temperature=1.0, seed=s)) for s in range(3)])
-    engine.update_weights(qwen2)
+    engine.update_weights(qwen2.state_dict())
     assert engine.pool.num_free == engine.pool.num_blocks
 
 

@@ -43,7 +43,7 @@ def make_config(model_dir: Path, **overrides: Any) -> TrainConfig:
         "model": {"path": str(model_dir)},
         "domains": domains.model_dump(),
         "scheduler": {"kind": "uniform"},
-        "rollout": {"backend": "native", "group_size": 8, "max_new_tokens": 3},
+        "rollout": {"engine": {"kind": "native"}, "group_size": 8, "max_new_tokens": 3},
         "reward": {"workers": 0},
         "filter": {"enabled": False},
         "policy": {"lr": 1e-2, "micro_batch_size": 64},
@@ -101,7 +101,7 @@ def test_sampled_logprobs_agree_with_the_update_at_any_temperature(
 ) -> None:
     # kl_old compares the batch's old logprobs with the trainer's own forward before its first step:
     # it is ~0 only if both use the sampling temperature (with top-k the trainer recomputes them).
-    settings = {"backend": "native", "group_size": 8, "max_new_tokens": 3, **rollout}
+    settings = {"engine": {"kind": "native"}, "group_size": 8, "max_new_tokens": 3, **rollout}
     train(make_config(model_dir, steps=1, rollout=settings), tmp_path, log=lambda _: None)
     row = json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[0])
     assert abs(row["kl_old"]) < 1e-5

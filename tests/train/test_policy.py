@@ -207,8 +207,9 @@ def test_step_leaves_an_eval_model_in_eval_mode() -> None:
 
 
 def test_logprobs_agree_with_the_native_engine_after_a_lora_update() -> None:
-    # the engine shares `causal_lm`, so after an update its sampling log-probabilities ("raw" mode)
-    # are the trainer's own teacher-forced ones: the ratio of the first epoch is 1 up to float error
+    # the engine shares `causal_lm`, so after an update (synced as a state dict, copying nothing) its
+    # sampling log-probabilities ("raw" mode) are the trainer's own teacher-forced ones: the ratio of
+    # the first epoch is 1 up to float error
     from posttrain.rollout import NativeEngine
     from posttrain.rollout.api import GenerationRequest, SamplingParams
 
@@ -216,7 +217,7 @@ def test_logprobs_agree_with_the_native_engine_after_a_lora_update() -> None:
     trainer = PolicyTrainer(model, PolicyConfig(lr=1e-2, lora=LoraConfig(r=4)))
     engine = NativeEngine(model)
     trainer.step(_batch())
-    engine.update_weights(trainer.causal_lm, version=1)
+    engine.update_weights(trainer.policy_state(), version=1)
     request = GenerationRequest(
         prompt_ids=(2, 3, 4, 5), params=SamplingParams(n=3, max_new_tokens=10, seed=0)
     )

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import pytest
 
 from posttrain.types import ErrorKind, Score
-from posttrain.verify import MathConfig, build_verifier
+from posttrain.verify import ExactConfig, ExecutorConfig, Grader, MathConfig, build_verifier
 from tests.verify.factories import make_task
 
 
@@ -48,10 +49,31 @@ def test_unparsable_gold_is_infra(gold: object) -> None:
     assert score.error is ErrorKind.INFRA
 
 
-def test_scoring_from_a_thread_goes_through_a_worker() -> None:
-    verifier = build_verifier(MathConfig())
+def _in_thread(fn: Callable[[], list[Score]]) -> list[Score]:
     scores: list[Score] = []
-    thread = threading.Thread(target=lambda: scores.append(verifier.score(make_task("1/2"), "$0.5$")))
+    thread = threading.Thread(target=lambda: scores.extend(fn()))
     thread.start()
     thread.join(timeout=120)
-    assert [s.passed for s in scores] == [True]
+    return scores
+
+
+def test_direct_scoring_off_the_main_thread_is_infra_not_a_crash() -> None:
+    verifier = build_verifier(MathConfig())
+    scores = _in_thread(lambda: [verifier.score(make_task("1/2"), "$0.5$")])
+    assert [s.error for s in scores] == [ErrorKind.INFRA]
+
+
+def test_inline_grader_sends_main_thread_verifiers_off_a_thread_to_a_worker() -> None:
+    configs = {"math/x/a": MathConfig(), "math/x/b": ExactConfig()}
+    tasks = [make_task("1/2", domain_id="math/x/a"), make_task("7", domain_id="math/x/b")]
+    with Grader(configs.__getitem__, ExecutorConfig(num_workers=0)) as grader:
+        scores = _in_thread(lambda: grader.grade([(tasks[0], "$0.5$"), (tasks[1], "7"), (tasks[0], "0.6")]))
+        assert grader._main_thread_pool is not None  # started because the thread could not score math
+    assert [s.passed for s in scores] == [True, True, False]
+    assert all(s.error is not ErrorKind.INFRA for s in scores)
+
+
+def test_inline_grader_on_the_main_thread_starts_no_worker() -> None:
+    with Grader(lambda _: MathConfig(), ExecutorConfig(num_workers=0)) as grader:
+        assert grader.grade([(make_task("1/2"), "$0.5$")])[0].passed
+        assert grader._main_thread_pool is None

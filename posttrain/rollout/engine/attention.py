@@ -17,25 +17,9 @@ Sparse modes are lossy; `posttrain.rollout.engine.divergence` measures how far t
 
 from __future__ import annotations
 
-from typing import Literal
-
 import torch
-from pydantic import BaseModel, ConfigDict, Field
 
-
-class AttentionConfig(BaseModel):
-    """Exact attention or one of the sparse approximations."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    kind: Literal["exact", "window", "quest"] = "exact"
-    """exact | window (sinks + sliding window) | quest (top-k KV blocks per decode query)."""
-    sink_tokens: int = Field(4, ge=0)
-    """window: leading positions always attended."""
-    window_tokens: int = Field(1024, ge=1)
-    """window: most recent positions attended (the query's own position included)."""
-    top_k_blocks: int = Field(32, ge=1)
-    """quest: KV blocks attended per decode query."""
+from posttrain.rollout.config import AttentionConfig
 
 
 def key_positions(config: AttentionConfig, start: int, num_queries: int) -> torch.Tensor:

@@ -14,8 +14,8 @@ from typing import Any
 
 import torch
 
-from posttrain.rollout.engine.attention import AttentionConfig
-from posttrain.rollout.engine.engine import NativeEngine, NativeEngineConfig
+from posttrain.rollout.config import AttentionConfig, NativeEngineConfig
+from posttrain.rollout.engine.engine import NativeEngine
 
 
 def divergence_from_logits(exact: torch.Tensor, sparse: torch.Tensor,

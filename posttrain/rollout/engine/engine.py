@@ -3,18 +3,18 @@
 Wires the plain-Python core (block pool, radix cache, scheduler, sequences) to the model runner and
 the sampler. `generate` runs the step loop until every request has finished; requests and their
 samples finish independently. The prefix cache is keyed by weight version: `update_weights` bumps
-the version and clears it, so no KV computed with older weights is ever reused. When the engine holds
-the very module the trainer updates in place, `update_weights(model)` copies nothing.
+the version and clears it, so no KV computed with older weights is ever reused. Weights arrive as a
+state dict (`posttrain.rollout.weights.load_weights`): when the engine holds the very module the trainer
+updates in place, nothing is copied.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
 
 from posttrain.rollout.api import (
     FinishReason,
@@ -24,7 +24,7 @@ from posttrain.rollout.api import (
     SamplingParams,
     Session,
 )
-from posttrain.rollout.engine.attention import AttentionConfig
+from posttrain.rollout.config import NativeEngineConfig
 from posttrain.rollout.engine.block_manager import BlockPool
 from posttrain.rollout.engine.kv_store import TieredKVStore
 from posttrain.rollout.engine.model import CausalLMWeights
@@ -33,36 +33,8 @@ from posttrain.rollout.engine.runner import ModelRunner
 from posttrain.rollout.engine.sampler import make_generator, sample_tokens
 from posttrain.rollout.engine.scheduler import Chunk, Scheduler
 from posttrain.rollout.engine.sequence import Sequence as Seq
-from posttrain.rollout.hf_engine import adopt_weights, load_model
-
-
-class NativeEngineConfig(BaseModel):
-    """Capacity and behaviour of the native engine."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    kind: str = "native"
-    """Config tag."""
-    block_size: int = Field(16, ge=1)
-    """Tokens per KV block."""
-    kv_cache_tokens: int = Field(65536, ge=1)
-    """Device KV budget in tokens (rounded down to whole blocks)."""
-    max_num_seqs: int = Field(256, ge=1)
-    """Most sequences decoded together."""
-    max_prefill_tokens: int | None = Field(2048, ge=1)
-    """Prompt tokens computed per step (chunked prefill); None prefills whole prompts at once."""
-    prefix_caching: bool = True
-    """Reuse KV of shared prefixes through the radix cache."""
-    host_kv_tokens: int = Field(0, ge=0)
-    """Host-memory tier for evicted KV, in tokens; 0 disables offload to host."""
-    disk_kv_dir: str | None = None
-    """Directory for the disk tier (memory-mapped files); None disables it."""
-    attention: AttentionConfig = AttentionConfig()
-    """Exact attention (default) or an opt-in sparse mode."""
-    shared_prefix_min_blocks: int = Field(4, ge=1)
-    """Decode sequences sharing at least this many leading blocks attend them once (cascade attention)."""
-    trace_logits: bool = False
-    """Keep every step's raw logits in `SampleOutput.logits` (tests and divergence measurements)."""
+from posttrain.rollout.hf_engine import load_model
+from posttrain.rollout.weights import load_weights
 
 
 class NativeEngine:
@@ -96,13 +68,10 @@ class NativeEngine:
             self.step()
         return [self._output(i, r, seqs, start_s) for i, r in enumerate(requests)]
 
-    def update_weights(self, model_or_state_dict: Any, version: int | None = None) -> None:
+    def update_weights(self, state_dict: Mapping[str, Any], version: int | None = None) -> None:
         if self.scheduler.has_work:
             raise RuntimeError("update_weights while requests are in flight")
-        if model_or_state_dict is not self.model:
-            self.model = adopt_weights(self.model, model_or_state_dict)
-            self.weights = CausalLMWeights(self.model)
-            self.runner.w = self.weights
+        load_weights(self.model, state_dict)  # the runner reads weights from the module at every call
         self.version = self.version + 1 if version is None else version
         self.radix.reset(self.version)
 

@@ -1,7 +1,10 @@
-"""`VerifierRunner`: score many (task, response, verifier config) items in a pool of worker processes.
+"""Verify executors: where verifiers run. `InlineExecutor` scores in the calling thread; `WorkerPool`
+scores many (task, response, verifier config) items in a pool of worker processes.
 
 Why processes: verifiers may hang or crash (sympy, reasoning-gym scorers, plugins), and math-verify
 needs a main thread for its `signal.alarm` budget; each worker scores in its own main thread.
+Which executor an item goes to is the `Grader`'s decision (`posttrain.verify.grader`), from the
+executor config and what the verifier config declares it needs.
 
 Guarantees:
 - `score_batch(items)` returns one `Score` per item, in order, and never raises for item content.
@@ -10,9 +13,8 @@ Guarantees:
   worker is on.
 - A worker that dies, or spends longer than `item_timeout_s` on one item, is killed and replaced; the
   item it was on gets `Score.infra(...)` (never a model failure) and the rest of its chunk is re-queued.
-- `in_process=True` scores in the calling thread with the same verifier cache and no isolation (tests,
-  debugging); there a hang is not bounded.
-Not here: retries of infra failures (the scheduler decides), async APIs, sandboxes.
+- `InlineExecutor` uses the same verifier cache with no isolation; there a hang is not bounded.
+Not here: retries of infra failures (the reward stage decides), async APIs, sandboxes.
 """
 
 from __future__ import annotations
@@ -46,19 +48,17 @@ VerifyItem = tuple[Task, str, VerifierConfig]
 """One thing to grade: the task, the response text and the verifier config."""
 
 
-class RunnerConfig(StrictModel):
+class ExecutorConfig(StrictModel):
     """How verification is spread over worker processes."""
 
-    num_workers: int = Field(2, ge=1)
-    """Worker processes."""
+    num_workers: int = Field(2, ge=0)
+    """Worker processes; 0 scores inline in the calling thread (no isolation, hangs not bounded)."""
     item_timeout_s: float = Field(60.0, gt=0)
     """Longest a worker may spend on one item before it is presumed hung and replaced."""
     startup_timeout_s: float = Field(60.0, gt=0)
     """Extra allowance for a fresh worker's first item (interpreter start and imports)."""
     chunk_size: int = Field(64, ge=1)
     """Most items sent to a worker in one round trip."""
-    in_process: bool = False
-    """Score in the calling thread instead of workers (tests, debugging)."""
 
 
 def config_key(config: VerifierConfig) -> str:
@@ -116,7 +116,7 @@ class _Worker:
     progress_at: float = 0.0
     answered: bool = False
 
-    def deadline(self, config: RunnerConfig) -> float:
+    def deadline(self, config: ExecutorConfig) -> float:
         allowance = 0.0 if self.answered else config.startup_timeout_s
         return self.progress_at + config.item_timeout_s + allowance
 
@@ -142,7 +142,7 @@ def _spawn_worker() -> _Worker:
     parent, child = mp.Pipe(duplex=True)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_ROOT, env.get("PYTHONPATH")]))
-    code = f"from posttrain.verify.runner import worker_main; worker_main({child.fileno()})"
+    code = f"from posttrain.verify.executor import worker_main; worker_main({child.fileno()})"
     process = subprocess.Popen([sys.executable, "-c", code], pass_fds=[child.fileno()], env=env)
     child.close()
     return _Worker(process, parent)
@@ -171,19 +171,34 @@ class _Batch:
         self.results[position] = score
 
 
-class VerifierRunner:
+class InlineExecutor:
+    """Scores in the calling thread, verifiers cached by config."""
+
+    def __init__(self) -> None:
+        self._cache = VerifierCache()
+
+    def score_batch(self, items: Sequence[VerifyItem]) -> list[Score]:
+        """One Score per item, in order."""
+        return [self._cache.score(task, response, cfg) for task, response, cfg in items]
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class WorkerPool:
     """A pool of verifier worker processes; use as a context manager or call `close()`."""
 
-    def __init__(self, config: RunnerConfig | None = None) -> None:
-        self.config = config or RunnerConfig()
+    def __init__(self, config: ExecutorConfig | None = None) -> None:
+        self.config = config or ExecutorConfig()
+        if self.config.num_workers < 1:
+            raise ValueError("a WorkerPool needs num_workers >= 1 (0 means inline scoring)")
         self.num_restarts = 0
         """Workers replaced after a crash or a missed deadline."""
         self._lock = threading.Lock()
-        self._local = VerifierCache()
         self._workers: list[_Worker] = []
         self._finalizer = weakref.finalize(self, _stop_all, self._workers)
 
-    def __enter__(self) -> VerifierRunner:
+    def __enter__(self) -> WorkerPool:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -199,8 +214,6 @@ class VerifierRunner:
         if not items:
             return []
         with self._lock:
-            if self.config.in_process:
-                return [self._local.score(task, response, cfg) for task, response, cfg in items]
             batch = self._new_batch(items)
             try:
                 self._run(batch)

@@ -1,0 +1,73 @@
+"""`Grader`: the one grading entry point — (task, response) pairs in, one `Score` per pair out.
+
+It looks up each task's verifier config by domain id (a callable the caller gives, e.g.
+`DomainRegistry.verifier_config`), and hands the items to an executor: the worker pool when
+`ExecutorConfig.num_workers > 0`, else inline in the calling thread. An item whose verifier config
+`needs_main_thread` is never scored inline off the main thread: it goes to a one-worker pool that the
+grader starts on first need and stops in `close()`. Verifiers are built once per config and cached
+by whichever executor scores them.
+
+Guarantees: order is kept; content never makes `grade` raise (a verifier bug or a dead worker is an
+infra failure). Not here: retries of infra failures (the reward stage), the control run's coin flips.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+
+from posttrain.types import Score, Task
+from posttrain.verify.configs import VerifierConfig
+from posttrain.verify.executor import ExecutorConfig, InlineExecutor, VerifyItem, WorkerPool
+
+VerifierLookup = Callable[[str], VerifierConfig]
+"""Domain id -> the verifier config that grades it."""
+
+
+class Grader:
+    """Grades (task, response) pairs with their domains' verifiers; close() stops any workers."""
+
+    def __init__(self, lookup: VerifierLookup, config: ExecutorConfig | None = None) -> None:
+        self.lookup = lookup
+        self.config = config or ExecutorConfig()
+        self._inline = InlineExecutor()
+        self._pool = WorkerPool(self.config) if self.config.num_workers > 0 else None
+        self._main_thread_pool: WorkerPool | None = None
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> Grader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def num_restarts(self) -> int:
+        """Worker processes replaced after a crash or a missed deadline."""
+        pools = (self._pool, self._main_thread_pool)
+        return sum(pool.num_restarts for pool in pools if pool is not None)
+
+    def grade(self, pairs: Sequence[tuple[Task, str]]) -> list[Score]:
+        """One Score per pair, in order."""
+        items: list[VerifyItem] = [(task, response, self.lookup(task.domain_id)) for task, response in pairs]
+        if self._pool is not None:
+            return self._pool.score_batch(items)
+        off_main = threading.current_thread() is not threading.main_thread()
+        routed = [off_main and cfg.needs_main_thread for _, _, cfg in items]
+        if not any(routed):
+            return self._inline.score_batch(items)
+        inline = iter(self._inline.score_batch([it for it, r in zip(items, routed, strict=True) if not r]))
+        pooled = iter(self._main_thread_workers().score_batch([it for it, r in zip(items, routed, strict=True) if r]))
+        return [next(pooled) if r else next(inline) for r in routed]
+
+    def _main_thread_workers(self) -> WorkerPool:
+        with self._lock:
+            if self._main_thread_pool is None:
+                self._main_thread_pool = WorkerPool(self.config.model_copy(update={"num_workers": 1}))
+            return self._main_thread_pool
+
+    def close(self) -> None:
+        """Stop worker processes (idempotent); a later `grade` starts new ones."""
+        for pool in (self._pool, self._main_thread_pool):
+            if pool is not None:
+                pool.close()
