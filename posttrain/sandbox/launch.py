@@ -19,7 +19,6 @@ import os
 import shlex
 import signal
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from posttrain.sandbox.capture import collect
@@ -329,7 +328,3 @@ def classify(reply: dict[str, Any], spec: SandboxSpec, oom_kills: int) -> ExecRe
 
 def cgroup_memory_bytes(spec: SandboxSpec) -> int:
     return (spec.memory_mb + spec.disk_mb + SUPERVISOR_SLACK_MB) << 20
-
-
-def workspace_path_inside(ctx: Context) -> Path:
-    return Path(INNER_WORKDIR) if ctx.isolated else ctx.workspace.work
