@@ -29,7 +29,7 @@ from posttrain.rollout.api import (
 from posttrain.rollout.engine.sampler import make_generator, sample_token
 
 
-def load_model(model_or_path: Any) -> Any:
+def as_module(model_or_path: Any) -> Any:
     """A `transformers` model object as is, or one loaded (float32, eval mode) from a local directory."""
     if isinstance(model_or_path, str):
         from transformers import AutoModelForCausalLM
@@ -43,7 +43,7 @@ def adopt_weights(current: Any, model_or_state_dict: Any) -> Any:
     if isinstance(model_or_state_dict, dict):
         current.load_state_dict(model_or_state_dict)
         return current
-    return load_model(model_or_state_dict)
+    return as_module(model_or_state_dict)
 
 
 def truncate_at_stop(token_ids: list[int], stop_token_ids: Sequence[int]) -> list[int]:
@@ -75,7 +75,7 @@ class HFEngine:
     """`RolloutEngine` over `transformers` generation (see module docstring for the two modes)."""
 
     def __init__(self, model: Any, prefill_once: bool = False) -> None:
-        self.model = load_model(model)
+        self.model = as_module(model)
         self.prefill_once = prefill_once
         self.version = 0
         self._stats: dict[str, float] = {"prompt_tokens": 0, "computed_tokens": 0, "cached_tokens": 0,

@@ -33,7 +33,7 @@ from posttrain.rollout.engine.runner import ModelRunner
 from posttrain.rollout.engine.sampler import make_generator, sample_tokens
 from posttrain.rollout.engine.scheduler import Chunk, Scheduler
 from posttrain.rollout.engine.seq_state import SeqState
-from posttrain.rollout.hf_engine import adopt_weights, load_model
+from posttrain.rollout.hf_engine import adopt_weights, as_module
 
 
 class NativeEngineConfig(BaseModel):
@@ -70,7 +70,7 @@ class NativeEngine:
 
     def __init__(self, model: Any, config: NativeEngineConfig | None = None) -> None:
         self.config = config or NativeEngineConfig()
-        self.model = load_model(model)
+        self.model = as_module(model)
         self.weights = CausalLMWeights(self.model)
         bs = self.config.block_size
         num_blocks = max(1, self.config.kv_cache_tokens // bs)
