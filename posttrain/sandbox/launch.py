@@ -19,7 +19,7 @@ import os
 import shlex
 import signal
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from posttrain.sandbox.capture import collect
 from posttrain.sandbox.cgroups import CgroupGroup
@@ -29,9 +29,6 @@ from posttrain.sandbox.seccomp import build_filter
 from posttrain.sandbox.spec import ExecResult, SandboxSpec
 from posttrain.sandbox.workspace import Workspace
 
-if TYPE_CHECKING:
-    from posttrain.sandbox.parked import Parked
-
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 INNER_WORKDIR = "/workspace"
 SUPERVISOR_MOUNT = "/.sandbox/supervisor.py"
@@ -39,6 +36,16 @@ CAPTURE_MOUNT = "/.sandbox/capture.py"  # imported by the supervisor from its ow
 SEC_FD, STATUS_FD, BLOCK_FD, COMMAND_FD = 3, 4, 5, 6
 SUPERVISOR_SLACK_MB = 32
 """Memory the supervisor and bwrap may use on top of the program's budget."""
+
+
+class ParkedLauncher(Protocol):
+    """What a one-shot run needs from a launcher started ahead of it (implemented in `parked.py`)."""
+
+    def go(self, ctx: Context, argv: list[str]) -> Spawned | None:
+        """Start `argv` through the launcher; None (the launcher discarded) if it does not fit the run."""
+
+    def discard(self) -> None:
+        """Kill the waiting launcher and reap it."""
 
 
 @dataclass
@@ -51,7 +58,7 @@ class Context:
     workspace: Workspace
     cgroup: CgroupGroup | None
     rootfs: Rootfs | None
-    parked: Parked | None = None
+    parked: ParkedLauncher | None = None
     """A one-shot launcher already started for this context (taken by the next one-shot run)."""
     ran_oneshot: bool = False
     """Whether a one-shot run used this context (then a launcher is parked for it when it is recycled)."""
