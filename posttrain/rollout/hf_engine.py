@@ -31,7 +31,7 @@ from posttrain.rollout.engine.sampler import make_generator, sample_token
 from posttrain.rollout.weights import load_weights
 
 
-def load_model(model_or_path: Any) -> Any:
+def as_module(model_or_path: Any) -> Any:
     """A `transformers` model object as is, or one loaded (float32, eval mode) from a local directory."""
     if isinstance(model_or_path, str):
         from transformers import AutoModelForCausalLM
@@ -69,7 +69,7 @@ class HFEngine:
     """`RolloutEngine` over `transformers` generation (see module docstring for the two modes)."""
 
     def __init__(self, model: Any, config: HFEngineConfig | None = None) -> None:
-        self.model = load_model(model)
+        self.model = as_module(model)
         self.prefill_once = (config or HFEngineConfig()).prefill_once
         self.version = 0
         self._stats: dict[str, float] = {"prompt_tokens": 0, "computed_tokens": 0, "cached_tokens": 0,

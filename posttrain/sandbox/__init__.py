@@ -10,7 +10,6 @@ and is not protected against.
 from posttrain.sandbox.pool import SandboxPool
 from posttrain.sandbox.sandbox import Sandbox, SandboxSetupError, SandboxUnavailable, Snapshot, run_sync
 from posttrain.sandbox.spec import ExecResult, SandboxSpec, Status
-from posttrain.sandbox.task_config import TaskSandboxConfig, parse_task_config
 
 __all__ = [
     "ExecResult",
@@ -21,7 +20,5 @@ __all__ = [
     "SandboxUnavailable",
     "Snapshot",
     "Status",
-    "TaskSandboxConfig",
-    "parse_task_config",
     "run_sync",
 ]

@@ -4,8 +4,8 @@ The backend is chosen at run time from /proc/self/cgroup and /proc/self/mountinf
 hierarchy offers the memory and pids controllers, else v1 when those controllers are mounted as v1
 hierarchies (a hybrid host), else none (rlimits only; `posttrain sandbox check` says so). v1 groups are
 created under the path this process has in each hierarchy; v2 groups under the unified root.
-Guarantees: `kill_all` leaves the group empty (or raises); `close` removes the group; counters
-(`oom_kills`, `cpu_usage_ms`) are monotone so callers diff them around a run.
+Guarantees: `kill_all` leaves the group empty (or raises); `close` removes the group; the `oom_kills`
+counter is monotone so callers diff it around a run.
 Not here: attaching processes (the launcher writes its own pid to `attach_paths` before exec).
 """
 
@@ -37,7 +37,6 @@ class CgroupGroup(Protocol):
     def set_limits(self, limits: Limits) -> None: ...
     def pids(self) -> list[int]: ...
     def oom_kills(self) -> int: ...
-    def cpu_usage_ms(self) -> float: ...
     def kill_all(self, timeout_s: float = 5.0) -> None: ...
     def close(self) -> None: ...
 
@@ -99,13 +98,6 @@ def _read_int(path: Path, default: int = 0) -> int:
         return int(path.read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return default
-
-
-def _keyed(path: Path, key: str) -> int:
-    try:
-        return _value_of(path.read_bytes(), key.encode())
-    except OSError:
-        return 0
 
 
 def _value_of(data: bytes, key: bytes) -> int:
@@ -219,10 +211,6 @@ class V1Group:
             self._oom = _Counter(self.dirs["memory"] / "memory.oom_control", "oom_kill")
         return self._oom.read()
 
-    def cpu_usage_ms(self) -> float:
-        acct = self.dirs.get("cpuacct")
-        return _read_int(acct / "cpuacct.usage") / 1e6 if acct else 0.0  # only when a cpu cap joined it
-
     def kill_all(self, timeout_s: float = 5.0) -> None:
         _kill_and_wait(list(self.dirs.values()), timeout_s)
 
@@ -289,9 +277,6 @@ class V2Group:
         if self._oom is None:
             self._oom = _Counter(self.path / "memory.events", "oom_kill")
         return self._oom.read()
-
-    def cpu_usage_ms(self) -> float:
-        return _keyed(self.path / "cpu.stat", "usage_usec") / 1000.0
 
     def kill_all(self, timeout_s: float = 5.0) -> None:
         kill_file = self.path / "cgroup.kill"

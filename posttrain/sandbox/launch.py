@@ -19,8 +19,7 @@ import os
 import shlex
 import signal
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from posttrain.sandbox.capture import collect
 from posttrain.sandbox.cgroups import CgroupGroup
@@ -30,9 +29,6 @@ from posttrain.sandbox.seccomp import build_filter
 from posttrain.sandbox.spec import ExecResult, SandboxSpec
 from posttrain.sandbox.workspace import Workspace
 
-if TYPE_CHECKING:
-    from posttrain.sandbox.parked import Parked
-
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 INNER_WORKDIR = "/workspace"
 SUPERVISOR_MOUNT = "/.sandbox/supervisor.py"
@@ -40,6 +36,16 @@ CAPTURE_MOUNT = "/.sandbox/capture.py"  # imported by the supervisor from its ow
 SEC_FD, STATUS_FD, BLOCK_FD, COMMAND_FD = 3, 4, 5, 6
 SUPERVISOR_SLACK_MB = 32
 """Memory the supervisor and bwrap may use on top of the program's budget."""
+
+
+class ParkedLauncher(Protocol):
+    """What a one-shot run needs from a launcher started ahead of it (implemented in `parked.py`)."""
+
+    def go(self, ctx: Context, argv: list[str]) -> Spawned | None:
+        """Start `argv` through the launcher; None (the launcher discarded) if it does not fit the run."""
+
+    def discard(self) -> None:
+        """Kill the waiting launcher and reap it."""
 
 
 @dataclass
@@ -52,7 +58,7 @@ class Context:
     workspace: Workspace
     cgroup: CgroupGroup | None
     rootfs: Rootfs | None
-    parked: Parked | None = None
+    parked: ParkedLauncher | None = None
     """A one-shot launcher already started for this context (taken by the next one-shot run)."""
     ran_oneshot: bool = False
     """Whether a one-shot run used this context (then a launcher is parked for it when it is recycled)."""
@@ -329,7 +335,3 @@ def classify(reply: dict[str, Any], spec: SandboxSpec, oom_kills: int) -> ExecRe
 
 def cgroup_memory_bytes(spec: SandboxSpec) -> int:
     return (spec.memory_mb + spec.disk_mb + SUPERVISOR_SLACK_MB) << 20
-
-
-def workspace_path_inside(ctx: Context) -> Path:
-    return Path(INNER_WORKDIR) if ctx.isolated else ctx.workspace.work

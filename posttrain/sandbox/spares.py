@@ -17,8 +17,8 @@ from concurrent.futures import Executor, Future, wait
 from dataclasses import dataclass
 
 from posttrain.sandbox.cgroups import CgroupGroup
-from posttrain.sandbox.launch import Context
-from posttrain.sandbox.parked import Parked, park
+from posttrain.sandbox.launch import Context, ParkedLauncher
+from posttrain.sandbox.parked import park
 from posttrain.sandbox.snapshots import Tracker
 from posttrain.sandbox.workspace import Workspace
 
@@ -30,7 +30,7 @@ TAKE_WAIT_S = 1.0
 class Spare:
     workspace: Workspace
     cgroup: CgroupGroup | None
-    parked: Parked | None = None
+    parked: ParkedLauncher | None = None
 
     def drop_launcher(self) -> None:
         if self.parked is not None:

@@ -7,7 +7,6 @@ the infrastructure failed rather than the program. Not here: how limits are enfo
 
 from __future__ import annotations
 
-import signal as signal_module
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -108,26 +107,6 @@ class ExecResult(BaseModel):
     @property
     def ok(self) -> bool:
         return self.status == "ok"
-
-    @property
-    def is_infra_error(self) -> bool:
-        return self.status == "sandbox_error"
-
-    @property
-    def stdout_truncated(self) -> bool:
-        return self.stdout_bytes > len(self.stdout)
-
-    @property
-    def stderr_truncated(self) -> bool:
-        return self.stderr_bytes > len(self.stderr)
-
-    def signal_name(self) -> str | None:
-        if self.signal is None:
-            return None
-        try:
-            return signal_module.Signals(self.signal).name
-        except ValueError:
-            return f"SIG{self.signal}"
 
 
 def sandbox_error(message: str, wall_ms: float = 0.0) -> ExecResult:

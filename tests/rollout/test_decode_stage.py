@@ -9,18 +9,18 @@ import torch
 from posttrain.rollout import GenerationRequest, NativeEngine, NativeEngineConfig, SamplingParams
 from posttrain.rollout.engine.decode_stage import StageCache
 from posttrain.rollout.engine.model import attend
-from posttrain.rollout.engine.sequence import Sequence
+from posttrain.rollout.engine.seq_state import SeqState
 from tests.rollout.conftest import full_logits, prompt
 
 BS = 4  # block size
 L, SLOTS, HKV, H, D = 2, 100 * BS, 2, 4, 8
 
 
-def _seq(seq_id: int, table: list[int]) -> Sequence:
-    return Sequence(seq_id, 0, 0, [0], 1, SamplingParams(), block_table=table)
+def _seq(seq_id: int, table: list[int]) -> SeqState:
+    return SeqState(seq_id, 0, 0, [0], 1, SamplingParams(), block_table=table)
 
 
-def _reference(pool: tuple[torch.Tensor, torch.Tensor], layer: int, seq: Sequence, position: int,
+def _reference(pool: tuple[torch.Tensor, torch.Tensor], layer: int, seq: SeqState, position: int,
                q: torch.Tensor) -> torch.Tensor:
     """Attention of one query `[H, D]` at `position` over the pool slots of positions 0..position."""
     positions = torch.arange(position + 1)
@@ -30,7 +30,7 @@ def _reference(pool: tuple[torch.Tensor, torch.Tensor], layer: int, seq: Sequenc
     return attend(q[None, :, None], k[None], v[None], mask)[0, :, 0]  # [H, D]
 
 
-def _step(cache: StageCache, pool: tuple[torch.Tensor, torch.Tensor], seqs: list[Sequence], starts: list[int],
+def _step(cache: StageCache, pool: tuple[torch.Tensor, torch.Tensor], seqs: list[SeqState], starts: list[int],
           shared: list[int]) -> float:
     """One decode step through a stage: write new KV to pool and stage; max error vs the reference."""
     gen = torch.Generator().manual_seed(sum(starts))
@@ -103,7 +103,7 @@ def test_stage_is_sized_to_the_members_budget_and_still_grows_past_it() -> None:
     pool = (torch.randn(L, SLOTS, HKV, D, generator=gen), torch.randn(L, SLOTS, HKV, D, generator=gen))
     shared = [0, 1, 2]
     budget = SamplingParams(max_new_tokens=20)  # 12-token prompts: positions 12..31 lie past the prefix
-    seqs = [Sequence(i, 0, i, [0] * 12, 12, budget, block_table=shared + [3 + 10 * i + j for j in range(10)])
+    seqs = [SeqState(i, 0, i, [0] * 12, 12, budget, block_table=shared + [3 + 10 * i + j for j in range(10)])
             for i in range(2)]
     cache = StageCache(pool[0], pool[1], BS)
     starts, errors, capacities = [12, 12], [], []

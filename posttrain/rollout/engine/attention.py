@@ -43,17 +43,6 @@ def chunk_mask(config: AttentionConfig, keys: torch.Tensor, start: int, num_quer
     return mask
 
 
-def quest_select_blocks(
-    q: torch.Tensor, k_blocks: torch.Tensor, valid_blocks: torch.Tensor, top_k: int
-) -> torch.Tensor:
-    """Indices `[B, k]` of the blocks to attend, scored from gathered keys (the reference form).
-
-    q `[B, H, D]`; k_blocks `[B, NB, bs, Hkv, D]` (padding slots hold copies of real keys); valid_blocks
-    `[B, NB]` bool. The runner keeps each block's bounds instead (`quest_select_from_bounds`).
-    """
-    return quest_select_from_bounds(q, k_blocks.amin(dim=2), k_blocks.amax(dim=2), valid_blocks, top_k)
-
-
 def quest_select_from_bounds(
     q: torch.Tensor, kmin: torch.Tensor, kmax: torch.Tensor, valid_blocks: torch.Tensor, top_k: int
 ) -> torch.Tensor:

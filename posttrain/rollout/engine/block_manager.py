@@ -58,7 +58,3 @@ class BlockPool:
             self.ref_counts[block] -= 1
             if self.ref_counts[block] == 0:
                 self._free.append(block)
-
-    def slot(self, block: int, position: int) -> int:
-        """Flat slot index of `position` inside `block`."""
-        return block * self.block_size + position % self.block_size

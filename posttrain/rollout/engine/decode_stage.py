@@ -20,11 +20,11 @@ Not here: which sequences form a group (the runner decides), sparse attention mo
 
 from __future__ import annotations
 
-from collections.abc import Sequence as Seq
+from collections.abc import Sequence
 
 import torch
 
-from posttrain.rollout.engine.sequence import Sequence
+from posttrain.rollout.engine.seq_state import SeqState
 
 NEG_INF = float("-inf")
 
@@ -36,7 +36,7 @@ def _capacity(num_positions: int, most: int | None = None) -> int:
     return cap if most is None else max(num_positions, min(cap, most))
 
 
-def _reachable(members: Seq[Sequence], first_pos: int) -> int:
+def _reachable(members: Sequence[SeqState], first_pos: int) -> int:
     """The most positions from `first_pos` any member stages before its token budget runs out."""
     return max(s.prompt_len + s.params.max_new_tokens for s in members) - first_pos
 
@@ -65,7 +65,7 @@ class DecodeStage:
 
     @classmethod
     def gather(cls, pool_k: torch.Tensor, pool_v: torch.Tensor, block_size: int,
-               members: Seq[Sequence], starts: Seq[int], shared: Seq[int]) -> DecodeStage:
+               members: Sequence[SeqState], starts: Sequence[int], shared: Sequence[int]) -> DecodeStage:
         """Stage each member's KV before its position in `starts`, copied from the pool."""
         dev, bs = pool_k.device, block_size
         first_pos = len(shared) * bs
@@ -111,7 +111,7 @@ class DecodeStage:
     def capacity(self) -> int:
         return self.k.shape[3]
 
-    def matches(self, members: Seq[Sequence], starts: Seq[int]) -> bool:
+    def matches(self, members: Sequence[SeqState], starts: Sequence[int]) -> bool:
         """Whether this stage holds exactly every member's context before its position in `starts`."""
         return len(members) == len(self.tables) and all(
             s.block_table is table and p == self.first_pos + n
@@ -182,12 +182,12 @@ class StageCache:
         self._next: dict[tuple[int, ...], DecodeStage] = {}
         self.counters = {"decode_stage_builds": 0, "decode_stage_cuts": 0, "peak_decode_stage_mb": 0.0}
 
-    def find(self, members: Seq[Sequence], starts: Seq[int]) -> DecodeStage | None:
+    def find(self, members: Sequence[SeqState], starts: Sequence[int]) -> DecodeStage | None:
         """The reusable stage of exactly these members at these positions, or None."""
         stage = self._stages.get(tuple(s.seq_id for s in members))
         return stage if stage is not None and stage.matches(members, starts) else None
 
-    def use(self, members: Seq[Sequence], starts: Seq[int], shared: Seq[int]) -> DecodeStage:
+    def use(self, members: Sequence[SeqState], starts: Sequence[int], shared: Sequence[int]) -> DecodeStage:
         """This step's stage for `members`, advanced one position: reused when it matches, cut down
         when members left it (finished samples), else built from the pool."""
         stage = self.find(members, starts)
@@ -200,7 +200,7 @@ class StageCache:
         self._next[stage.seq_ids] = stage
         return stage
 
-    def _subset(self, members: Seq[Sequence], starts: Seq[int], shared: Seq[int]) -> DecodeStage | None:
+    def _subset(self, members: Sequence[SeqState], starts: Sequence[int], shared: Sequence[int]) -> DecodeStage | None:
         first = members[0].seq_id
         for stage in self._stages.values():
             if first in stage.seq_ids and stage.shared == list(shared):

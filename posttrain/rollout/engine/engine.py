@@ -32,8 +32,8 @@ from posttrain.rollout.engine.radix import RadixCache
 from posttrain.rollout.engine.runner import ModelRunner
 from posttrain.rollout.engine.sampler import make_generator, sample_tokens
 from posttrain.rollout.engine.scheduler import Chunk, Scheduler
-from posttrain.rollout.engine.sequence import Sequence as Seq
-from posttrain.rollout.hf_engine import load_model
+from posttrain.rollout.engine.seq_state import SeqState
+from posttrain.rollout.hf_engine import as_module
 from posttrain.rollout.weights import load_weights
 
 
@@ -42,7 +42,7 @@ class NativeEngine:
 
     def __init__(self, model: Any, config: NativeEngineConfig | None = None) -> None:
         self.config = config or NativeEngineConfig()
-        self.model = load_model(model)
+        self.model = as_module(model)
         self.weights = CausalLMWeights(self.model)
         bs = self.config.block_size
         num_blocks = max(1, self.config.kv_cache_tokens // bs)
@@ -100,8 +100,8 @@ class NativeEngine:
         """`teacher_forced_logits` plus (time to first logits, total time) in seconds."""
         start_s = time.perf_counter()
         params = SamplingParams(max_new_tokens=len(continuation_ids), temperature=0.0)
-        seq = Seq(self._next_seq_id, 0, 0, list(prompt_ids), len(prompt_ids), params, None,
-                  forced_ids=list(continuation_ids))
+        seq = SeqState(self._next_seq_id, 0, 0, list(prompt_ids), len(prompt_ids), params, None,
+                       forced_ids=list(continuation_ids))
         self._next_seq_id += 1
         self.scheduler.add(seq)
         while self.scheduler.has_work:
@@ -140,7 +140,7 @@ class NativeEngine:
                 seq.first_token_s = now
         self._counters["generated_tokens"] += len(seqs)
 
-    def submit(self, requests: Sequence[GenerationRequest]) -> list[list[Seq]]:
+    def submit(self, requests: Sequence[GenerationRequest]) -> list[list[SeqState]]:
         """Queue requests without running them (drive with `step`); the sequences of each request."""
         return [self._add(i, r) for i, r in enumerate(requests)]
 
@@ -148,22 +148,22 @@ class NativeEngine:
     def has_work(self) -> bool:
         return self.scheduler.has_work
 
-    def _add(self, index: int, request: GenerationRequest) -> list[Seq]:
+    def _add(self, index: int, request: GenerationRequest) -> list[SeqState]:
         capacity = self.pool.num_blocks * self.pool.block_size
         if len(request.prompt_ids) + request.params.max_new_tokens > capacity:
             raise ValueError(f"prompt + max_new_tokens exceeds the KV budget of {capacity} tokens "
                              "(raise NativeEngineConfig.kv_cache_tokens)")
         seqs = []
         for j in range(request.params.n):
-            seq = Seq(self._next_seq_id, index, j, list(request.prompt_ids), len(request.prompt_ids),
-                      request.params, make_generator(request.params, j, self.weights.device))
+            seq = SeqState(self._next_seq_id, index, j, list(request.prompt_ids), len(request.prompt_ids),
+                           request.params, make_generator(request.params, j, self.weights.device))
             self._next_seq_id += 1
             self.scheduler.add(seq)
             seqs.append(seq)
         self._counters["requests"] += 1
         return seqs
 
-    def _output(self, index: int, request: GenerationRequest, seqs: list[list[Seq]],
+    def _output(self, index: int, request: GenerationRequest, seqs: list[list[SeqState]],
                 start_s: float) -> RequestOutput:
         samples = []
         for seq in seqs[index]:

@@ -239,9 +239,6 @@ class RadixCache:
         self.root = Node([], [], 0, None)
         self.version = version
 
-    def num_cached_tokens(self) -> int:
-        return sum(len(n.tokens) for n in self._nodes() if n.is_on_device)
-
     def _split(self, node: Node, k: int) -> Node:
         parent = node.parent
         assert parent is not None and 0 < k < len(node.tokens)

@@ -20,14 +20,14 @@ from dataclasses import dataclass
 
 from posttrain.rollout.engine.block_manager import BlockPool
 from posttrain.rollout.engine.radix import Node, RadixCache
-from posttrain.rollout.engine.sequence import SeqStatus, Sequence
+from posttrain.rollout.engine.seq_state import SeqState, SeqStatus
 
 
 @dataclass
 class Chunk:
     """`num_tokens` tokens of `seq` starting at position `start`, computed in one step."""
 
-    seq: Sequence
+    seq: SeqState
     start: int
     num_tokens: int
 
@@ -46,8 +46,8 @@ class Scheduler:
         self.max_num_seqs = max_num_seqs
         self.max_prefill_tokens = max_prefill_tokens
         self.prefix_caching = prefix_caching
-        self.waiting: deque[Sequence] = deque()
-        self.running: list[Sequence] = []
+        self.waiting: deque[SeqState] = deque()
+        self.running: list[SeqState] = []
         self.counters = {"prompt_tokens": 0, "cached_tokens": 0, "computed_tokens": 0,
                          "computed_prompt_tokens": 0, "preemptions": 0, "max_waste_slots": 0}
 
@@ -55,7 +55,7 @@ class Scheduler:
     def has_work(self) -> bool:
         return bool(self.waiting or self.running)
 
-    def add(self, seq: Sequence) -> None:
+    def add(self, seq: SeqState) -> None:
         self.counters["prompt_tokens"] += seq.prompt_len
         self.waiting.append(seq)
 
@@ -76,7 +76,7 @@ class Scheduler:
         self._check_waste()
         return chunks
 
-    def complete(self, chunks: list[Chunk]) -> list[Sequence]:
+    def complete(self, chunks: list[Chunk]) -> list[SeqState]:
         """Account a finished step (tokens already appended by the engine); returns finished seqs."""
         finished = []
         for chunk in chunks:
@@ -108,7 +108,7 @@ class Scheduler:
             chunks.append(chunk)
             budget -= chunk.num_tokens
 
-    def _should_wait(self, seq: Sequence) -> bool:
+    def _should_wait(self, seq: SeqState) -> bool:
         if not self.prefix_caching:
             return False
         head = seq.token_ids[: self.pool.block_size]
@@ -116,7 +116,7 @@ class Scheduler:
                    for r in self.running)
 
     @staticmethod
-    def _will_cache_for(r: Sequence, seq: Sequence) -> bool:
+    def _will_cache_for(r: SeqState, seq: SeqState) -> bool:
         """Whether prefilling `r` is about to cache prompt tokens beyond its reused ones that `seq` can match.
 
         `seq` matches all but its last token, so a sample of a group whose prompt is already cached
@@ -127,7 +127,7 @@ class Scheduler:
             return False
         return seq.token_ids[: m + 1] == r.token_ids[: m + 1]
 
-    def _try_admit(self, seq: Sequence, budget: int) -> Chunk | None:
+    def _try_admit(self, seq: SeqState, budget: int) -> Chunk | None:
         node = self._match_and_lock(seq)
         bs = self.pool.block_size
         while True:
@@ -159,7 +159,7 @@ class Scheduler:
         self._grow(seq, matched + n)
         return Chunk(seq, matched, n)
 
-    def _match_and_lock(self, seq: Sequence) -> Node:
+    def _match_and_lock(self, seq: SeqState) -> Node:
         """Lock the longest cached prefix of all but the last token, brought back onto the device."""
         if not self.prefix_caching:
             self.radix.lock(self.radix.root)
@@ -175,7 +175,7 @@ class Scheduler:
         return new
 
     # ---- blocks ---------------------------------------------------------------------------
-    def _reserve(self, seq: Sequence, num_tokens: int) -> bool:
+    def _reserve(self, seq: SeqState, num_tokens: int) -> bool:
         """Make `seq` own blocks for `num_tokens` tokens, evicting or preempting; False if it was preempted."""
         needed = -(-num_tokens // self.pool.block_size) - len(seq.block_table)
         while self.pool.num_free < needed:
@@ -189,18 +189,18 @@ class Scheduler:
         self._grow(seq, num_tokens)
         return True
 
-    def _grow(self, seq: Sequence, num_tokens: int) -> None:
+    def _grow(self, seq: SeqState, num_tokens: int) -> None:
         while len(seq.block_table) * self.pool.block_size < num_tokens:
             seq.block_table.append(self.pool.allocate())
 
-    def _preempt(self, seq: Sequence) -> None:
+    def _preempt(self, seq: SeqState) -> None:
         self._release(seq, SeqStatus.WAITING)
         seq.num_computed = 0
         seq.prompt_cached = False
         self.waiting.appendleft(seq)
         self.counters["preemptions"] += 1
 
-    def _release(self, seq: Sequence, status: SeqStatus) -> None:
+    def _release(self, seq: SeqState, status: SeqStatus) -> None:
         if self.prefix_caching and seq.num_computed > 0:
             self._cache_computed(seq)
         self.pool.decref(seq.block_table)
@@ -208,7 +208,7 @@ class Scheduler:
         seq.block_table, seq.lock_node, seq.status = [], None, status
         self.running.remove(seq)
 
-    def _cache_computed(self, seq: Sequence) -> None:
+    def _cache_computed(self, seq: SeqState) -> None:
         bs = self.pool.block_size
         count = seq.num_computed
         blocks = [seq.block_table[p // bs] for p in range(count)]

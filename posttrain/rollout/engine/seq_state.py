@@ -23,7 +23,7 @@ class SeqStatus(Enum):
 
 
 @dataclass(eq=False)
-class Sequence:
+class SeqState:
     seq_id: int
     request_index: int
     sample_index: int

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from posttrain.config import ConfigError
-from posttrain.sandbox.task_config import parse_duration_s, parse_size_mb, parse_task_config
+from posttrain.tasks.sandbox_config import parse_duration_s, parse_size_mb, parse_task_config
 
 SPEC_EXAMPLE = """
 task:

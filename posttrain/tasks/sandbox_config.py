@@ -12,6 +12,7 @@ task:
 Durations take `ms`, `s`, `m`, `h` suffixes (a bare number is seconds); sizes take Kubernetes-style
 suffixes (`Ki`, `Mi`, `Gi`, `K`, `M`, `G`; a bare number is bytes). Guarantees: every problem raises
 `ConfigError` naming the key; the image must resolve to a registered rootfs. Not here: running tasks.
+This module uses `posttrain.sandbox` (spec, images); the sandbox package never imports tasks.
 """
 
 from __future__ import annotations
