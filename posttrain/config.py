@@ -8,7 +8,6 @@ Not here: the per-package config models themselves (they live beside their users
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,20 +26,6 @@ class StrictModel(BaseModel):
     """Base for config models: frozen, unknown keys rejected."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-def load_plugin(spec: str) -> Any:
-    """Resolve a `plugin: "package.module:attr"` field to the object it names; failures are ConfigErrors."""
-    module_name, sep, attr_path = spec.partition(":")
-    if not sep or not module_name or not attr_path:
-        raise ConfigError(f"plugin {spec!r}: expected 'package.module:attr'")
-    try:
-        target: Any = importlib.import_module(module_name)
-        for part in attr_path.split("."):
-            target = getattr(target, part)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"plugin {spec!r}: cannot load: {exc}") from None
-    return target
 
 
 def read_yaml(path: str | Path) -> dict[str, Any]:

@@ -16,7 +16,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from pydantic import ValidationError
 
-from posttrain.config import ConfigError, format_validation_error, load_plugin
+from posttrain.config import ConfigError, format_validation_error
+from posttrain.plugins import load_plugin
 from posttrain.curriculum import rules
 from posttrain.curriculum.configs import (
     SCHEDULER_CONFIG_ADAPTER,

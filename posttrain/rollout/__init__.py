@@ -12,6 +12,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from posttrain.config import ConfigError
+from posttrain.plugins import Builders
 from posttrain.rollout.api import (
     GenerationRequest,
     RequestOutput,
@@ -47,11 +49,20 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'posttrain.rollout' has no attribute {name!r}")
 
 
+def _vllm(config: VLLMEngineConfig, model: Any, model_path: str | None) -> RolloutEngine:
+    if model_path is None:
+        raise ConfigError("the vllm engine loads the model from a directory; set model.path")
+    engine: RolloutEngine = __getattr__("VLLMEngine")(model_path, config)
+    return engine
+
+
+BUILDERS: Builders[RolloutEngine] = Builders("rollout engine", {
+    NativeEngineConfig: lambda config, model, _: __getattr__("NativeEngine")(model, config),
+    HFEngineConfig: lambda config, model, _: __getattr__("HFEngine")(model, config),
+    VLLMEngineConfig: _vllm,
+})
+
+
 def build_engine(config: EngineConfig, model: Any, model_path: str | None = None) -> RolloutEngine:
     """The engine `config` names, over `model` (shared, not copied; vLLM loads `model_path` instead)."""
-    if isinstance(config, VLLMEngineConfig):
-        if model_path is None:
-            raise ValueError("the vllm engine loads the model from a directory; no model path was given")
-        return __getattr__("VLLMEngine")(model_path, config)  # type: ignore[no-any-return]
-    engine_class = {NativeEngineConfig: "NativeEngine", HFEngineConfig: "HFEngine"}[type(config)]
-    return __getattr__(engine_class)(model, config)  # type: ignore[no-any-return]
+    return BUILDERS.build(config, model, model_path)

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from posttrain.config import ConfigError, StrictModel, load_config, load_plugin
+from posttrain.config import ConfigError, StrictModel, load_config
+from posttrain.plugins import Builders, build_plugin
 from posttrain.tasks.base import DomainFamily
 from posttrain.tasks.families.arithmetic import ArithmeticConfig, ArithmeticFamily
 from posttrain.tasks.families.jsonl import JsonlConfig, JsonlFamily
@@ -49,27 +50,24 @@ FamilyConfig = Annotated[
 ]
 
 
-def _build_plugin(config: PluginFamilyConfig) -> DomainFamily:
-    factory = load_plugin(config.plugin)
-    family = factory(**config.params)
-    if not isinstance(family, DomainFamily):
-        raise ConfigError(f"plugin {config.plugin!r} did not return a DomainFamily")
+def _plugin_family(config: PluginFamilyConfig) -> DomainFamily:
+    family: DomainFamily = build_plugin(config.plugin, DomainFamily, "DomainFamily", **config.params)
     return family
 
 
-_BUILDERS: dict[type, Callable[[Any], DomainFamily]] = {
+BUILDERS: Builders[DomainFamily] = Builders("domain family", {
     ArithmeticConfig: ArithmeticFamily,
     StringsConfig: StringsFamily,
     ListsConfig: ListsFamily,
     JsonlConfig: JsonlFamily,
     ReasoningGymFamilyConfig: ReasoningGymFamily,
-    PluginFamilyConfig: _build_plugin,
-}
+    PluginFamilyConfig: _plugin_family,
+})
 
 
 def build_family(config: Any) -> DomainFamily:
     """Instantiate the family a config describes."""
-    return _BUILDERS[type(config)](config)
+    return BUILDERS.build(config)
 
 
 class DomainEntry(StrictModel):
