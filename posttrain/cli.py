@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from posttrain.config import ConfigError
+from posttrain.errors import ConfigError, UsageError
 
 COMMAND_MODULES: tuple[str, ...] = (
     "posttrain.tasks.cli",  # domains, score
@@ -23,10 +23,6 @@ COMMAND_MODULES: tuple[str, ...] = (
     "posttrain.train.cli",  # train, eval, base, demo
     "posttrain.bench_cli",  # bench
 )
-
-
-class UsageError(ValueError):
-    """A bad argument or input named in a message for people."""
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -16,7 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from pydantic import ValidationError
 
-from posttrain.config import ConfigError, format_validation_error, load_plugin
+from posttrain.config import format_validation_error, load_plugin
 from posttrain.curriculum import rules
 from posttrain.curriculum.configs import (
     SCHEDULER_CONFIG_ADAPTER,
@@ -33,6 +33,7 @@ from posttrain.curriculum.configs import (
 from posttrain.curriculum.shaping import allocate_counts, effective_bounds, project_to_bounds, smooth
 from posttrain.curriculum.stats import DomainStats
 from posttrain.curriculum.tracker import DomainTracker
+from posttrain.errors import ConfigError
 from posttrain.types import DomainSpec
 
 

@@ -40,7 +40,7 @@ def register(sub: Any) -> None:
 
 
 def _exec(args: argparse.Namespace) -> int:
-    from posttrain.cli import UsageError
+    from posttrain.errors import UsageError
     from posttrain.sandbox import SandboxSpec, SandboxUnavailable, run_sync
 
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd

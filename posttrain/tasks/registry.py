@@ -18,7 +18,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from posttrain.config import ConfigError, StrictModel, load_config, load_plugin
+from posttrain.config import StrictModel, load_config, load_plugin
+from posttrain.errors import ConfigError
 from posttrain.tasks.base import DomainFamily
 from posttrain.tasks.families.arithmetic import ArithmeticConfig, ArithmeticFamily
 from posttrain.tasks.families.jsonl import JsonlConfig, JsonlFamily
