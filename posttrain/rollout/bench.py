@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from posttrain.bench_cli import emit_report
+from posttrain.cli.bench import emit_report
 
 MODELS: dict[str, dict[str, Any]] = {
     "small": {"vocab_size": 8192, "hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 5,
