@@ -110,7 +110,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from posttrain.sandbox.bench import main
+    from posttrain.bench.sandbox import main
 
     argv = ["--out", args.out] + (["--json"] if args.json else []) + (["--quick"] if args.quick else [])
     return main(argv)
