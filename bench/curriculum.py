@@ -1,10 +1,10 @@
-"""Curriculum benchmark: every domain scheduler on the simulator (see posttrain.curriculum.bench)."""
+"""Curriculum benchmark: every domain scheduler on the simulator (see posttrain.bench.curriculum)."""
 
 from __future__ import annotations
 
 import sys
 
-from posttrain.curriculum.bench import main
+from posttrain.bench.curriculum import main
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

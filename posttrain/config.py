@@ -15,11 +15,9 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from posttrain.errors import ConfigError
+
 M = TypeVar("M", bound=BaseModel)
-
-
-class ConfigError(ValueError):
-    """A config could not be loaded; the message is meant for people as is."""
 
 
 class StrictModel(BaseModel):

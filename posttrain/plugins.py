@@ -14,7 +14,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
-from posttrain.config import ConfigError
+from posttrain.errors import ConfigError
 
 T = TypeVar("T")
 

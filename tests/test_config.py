@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from pydantic import Field, ValidationError
 
-from posttrain.config import ConfigError, StrictModel, apply_overrides, load_config
+from posttrain.config import StrictModel, apply_overrides, load_config
+from posttrain.errors import ConfigError
 
 
 class Inner(StrictModel):

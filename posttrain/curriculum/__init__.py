@@ -1,5 +1,5 @@
 """Curriculum: adaptive per-domain sampling weights, difficulty targeting inside a domain, dynamic
-sampling of informative groups, per-domain loss weighting, and a simulator to compare them on.
+sampling of informative groups and per-domain loss weighting (compared on a simulator in `posttrain.bench`).
 
 Pure Python + numpy; nothing here imports torch. Entry points:
   build_scheduler(config, domains=[...], targets=..., min_weights=..., max_weights=...) -> DomainScheduler

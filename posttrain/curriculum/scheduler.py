@@ -16,8 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from pydantic import ValidationError
 
-from posttrain.config import ConfigError, format_validation_error
-from posttrain.plugins import load_plugin
+from posttrain.config import format_validation_error
 from posttrain.curriculum import rules
 from posttrain.curriculum.configs import (
     SCHEDULER_CONFIG_ADAPTER,
@@ -34,6 +33,8 @@ from posttrain.curriculum.configs import (
 from posttrain.curriculum.shaping import allocate_counts, effective_bounds, project_to_bounds, smooth
 from posttrain.curriculum.stats import DomainStats
 from posttrain.curriculum.tracker import DomainTracker
+from posttrain.errors import ConfigError
+from posttrain.plugins import load_plugin
 from posttrain.types import DomainSpec
 
 

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from posttrain.config import ConfigError
 from posttrain.curriculum.configs import ShapingConfig
+from posttrain.errors import ConfigError
 
 _TINY = 1e-12
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from posttrain.config import ConfigError
+from posttrain.errors import ConfigError
 from posttrain.plugins import Builders
 from posttrain.rollout.api import (
     GenerationRequest,

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from posttrain.config import ConfigError
+from posttrain.errors import ConfigError
 from posttrain.tasks.registry import Domain, DomainRegistry, DomainsConfig
 from posttrain.types import Task
 

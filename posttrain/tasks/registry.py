@@ -18,7 +18,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from posttrain.config import ConfigError, StrictModel, load_config
+from posttrain.config import StrictModel, load_config
+from posttrain.errors import ConfigError
 from posttrain.plugins import Builders, build_plugin
 from posttrain.tasks.base import DomainFamily
 from posttrain.tasks.families.arithmetic import ArithmeticConfig, ArithmeticFamily

@@ -24,7 +24,8 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from posttrain.config import ConfigError, StrictModel, read_yaml, validate
+from posttrain.config import StrictModel, read_yaml, validate
+from posttrain.errors import ConfigError
 from posttrain.sandbox.images import ImageError, resolve
 from posttrain.sandbox.spec import NetworkMode, SandboxSpec
 

@@ -15,7 +15,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from posttrain.config import ConfigError
+from posttrain.errors import ConfigError
 from posttrain.tasks.pool import TaskPool
 from posttrain.types import Task
 from posttrain.verify import ExecutorConfig, Grader

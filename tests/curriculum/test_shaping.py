@@ -32,7 +32,7 @@ def test_allocation_hits_floor_and_ceiling_of_expectation() -> None:
 
 
 def test_infeasible_floors_are_a_config_error() -> None:
-    from posttrain.config import ConfigError
+    from posttrain.errors import ConfigError
 
     with pytest.raises(ConfigError):
         build_scheduler({"kind": "uniform", "shaping": {"min_weight": 0.5}}, domains=["a", "b", "c"])

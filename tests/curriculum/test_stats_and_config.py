@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from posttrain.config import ConfigError, StrictModel
+from posttrain.config import StrictModel
 from posttrain.curriculum import (
     DefaultSchedulerConfig,
     DomainStats,
@@ -13,6 +13,7 @@ from posttrain.curriculum import (
     build_scheduler,
     domain_stats_from_groups,
 )
+from posttrain.errors import ConfigError
 
 
 def test_stats_from_groups_hand_values() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from posttrain.config import ConfigError
+from posttrain.errors import ConfigError
 from posttrain.tasks.families.jsonl import JsonlConfig, JsonlFamily
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from posttrain.config import ConfigError
+from posttrain.errors import ConfigError
 from posttrain.tasks.registry import DomainRegistry, load_domains
 
 

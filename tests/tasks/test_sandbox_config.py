@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from posttrain.config import ConfigError
+from posttrain.errors import ConfigError
 from posttrain.tasks.sandbox_config import parse_duration_s, parse_size_mb, parse_task_config
 
 SPEC_EXAMPLE = """

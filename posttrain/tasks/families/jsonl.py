@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from posttrain.config import ConfigError, StrictModel
+from posttrain.config import StrictModel
+from posttrain.errors import ConfigError
 from posttrain.types import DomainSpec, Task
 from posttrain.verify.configs import MathConfig, NormalizedConfig, NumericConfig, VerifierConfig
 from posttrain.verify.extract import last_boxed

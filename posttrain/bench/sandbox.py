@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from posttrain.bench_cli import emit_report
+from posttrain.bench.report import emit_report
 from posttrain.sandbox.host import SANDBOX_HOST_UID, host_features
 from posttrain.sandbox.launch import Context, bwrap_options, program_env, setenv_args
 from posttrain.sandbox.pool import SandboxPool

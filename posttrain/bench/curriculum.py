@@ -18,15 +18,15 @@ from typing import Any
 
 import numpy as np
 
-from posttrain.curriculum.difficulty import DifficultyConfig
-from posttrain.curriculum.episode import METRICS, run_episode
-from posttrain.curriculum.sim import (
+from posttrain.bench.curriculum_episode import METRICS, run_episode
+from posttrain.bench.curriculum_sim import (
     KIND_GUESSABLE,
     KIND_HOPELESS,
     KIND_NORMAL,
     KIND_SATURATING,
     load_sim_config,
 )
+from posttrain.curriculum.difficulty import DifficultyConfig
 
 SCHEDULERS: dict[str, dict[str, Any]] = {
     "uniform": {"kind": "uniform"},
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / "curriculum.json").write_text(json.dumps(report, indent=2))
     if not args.no_plots:
-        from posttrain.curriculum.plots import write_plots
+        from posttrain.bench.curriculum_plots import write_plots
 
         report["plots"] = write_plots(raw, out)
     print(json.dumps(report, indent=2) if args.json else format_table(report))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from posttrain.train.bench import main, rate_from_step_times
+from posttrain.bench.pipeline import main, rate_from_step_times
 
 
 def test_rate_skips_the_warmup_step() -> None:

@@ -40,7 +40,7 @@ def register(sub: Any) -> None:
 
 
 def _exec(args: argparse.Namespace) -> int:
-    from posttrain.cli import UsageError
+    from posttrain.errors import UsageError
     from posttrain.sandbox import SandboxSpec, SandboxUnavailable, run_sync
 
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
@@ -110,7 +110,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from posttrain.sandbox.bench import main
+    from posttrain.bench.sandbox import main
 
     argv = ["--out", args.out] + (["--json"] if args.json else []) + (["--quick"] if args.quick else [])
     return main(argv)

@@ -119,7 +119,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from posttrain.cli import UsageError
+    from posttrain.errors import UsageError
     from posttrain.tasks.validate import validate_domain
 
     pool = _pool(args)

@@ -1,4 +1,4 @@
-"""`posttrain bench NAME [--json] [--out DIR]`: runs a benchmark from its package's `bench` module.
+"""`posttrain bench NAME [--json] [--out DIR]`: runs a benchmark module of `posttrain.bench`.
 
 Each benchmark module exposes `main(argv: list[str]) -> int`, writes JSON, and reports every figure
 as a ratio against a baseline measured in the same run. `bench all` runs them one after another.
@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 BENCHMARKS: dict[str, str] = {
-    "sandbox": "posttrain.sandbox.bench",
-    "curriculum": "posttrain.curriculum.bench",
-    "rollout": "posttrain.rollout.bench",
-    "pipeline": "posttrain.train.bench",
+    "sandbox": "posttrain.bench.sandbox",
+    "curriculum": "posttrain.bench.curriculum",
+    "rollout": "posttrain.bench.rollout",
+    "pipeline": "posttrain.bench.pipeline",
 }
 
 
@@ -35,16 +32,3 @@ def _run(args: argparse.Namespace) -> int:
         module = importlib.import_module(BENCHMARKS[name])
         worst = max(worst, int(module.main(list(args.rest)) or 0))
     return worst
-
-
-def emit_report(
-    report: dict[str, Any], out_dir: str | Path, filename: str, as_json: bool, show: Callable[[Any], None]
-) -> None:
-    """Write `report` to `out_dir/filename` and print it (JSON, or `show` for people)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / filename).write_text(json.dumps(report, indent=2))
-    if as_json:
-        print(json.dumps(report, indent=2))
-    else:
-        show(report)

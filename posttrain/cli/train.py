@@ -48,7 +48,7 @@ def register(sub: Any) -> None:
 
 
 def resolve_config_path(name: str) -> Path:
-    from posttrain.config import ConfigError
+    from posttrain.errors import ConfigError
 
     path = Path(name)
     if path.suffix in (".yaml", ".yml") or path.exists():

@@ -7,14 +7,13 @@ import json
 
 import pytest
 
-from posttrain.sandbox import cli
-
-from .helpers import requires_bwrap
+from posttrain.cli import sandbox as sandbox_cli
+from tests.sandbox.helpers import requires_bwrap
 
 
 def _run(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="posttrain")
-    cli.register(parser.add_subparsers(dest="command"))
+    sandbox_cli.register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(argv)
     return int(args.func(args))
 
@@ -29,7 +28,7 @@ def test_exec_passes_output_and_exit_code_through(capfd: pytest.CaptureFixture[s
 def test_exec_json_reports_timeout(capfd: pytest.CaptureFixture[str]) -> None:
     code = _run(["sandbox", "exec", "--json", "--timeout", "0.3", "--", "sleep", "5"])
     payload = json.loads(capfd.readouterr().out)
-    assert code == cli.EXIT_TIMEOUT and payload["status"] == "timeout_wall"
+    assert code == sandbox_cli.EXIT_TIMEOUT and payload["status"] == "timeout_wall"
 
 
 def test_check_json_names_a_backend(capfd: pytest.CaptureFixture[str]) -> None:
@@ -42,6 +41,6 @@ def test_check_json_names_a_backend(capfd: pytest.CaptureFixture[str]) -> None:
 
 def test_bench_accepts_its_options_after_the_subcommand() -> None:
     parser = argparse.ArgumentParser(prog="posttrain")
-    cli.register(parser.add_subparsers(dest="command"))
+    sandbox_cli.register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["sandbox", "bench", "--quick", "--json", "--out", "/tmp/x"])
     assert (args.quick, args.json, args.out) == (True, True, "/tmp/x")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from posttrain.rollout.bench import main, targets
+from posttrain.bench.rollout import main, targets
 
 
 def test_targets_read_ratios_and_leave_unmeasured_ones_open() -> None:

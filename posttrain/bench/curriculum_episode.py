@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from posttrain.bench.curriculum_sim import KIND_GUESSABLE, KIND_HOPELESS, SimConfig, Simulator
 from posttrain.curriculum.difficulty import DifficultyConfig, DifficultyTargeter
 from posttrain.curriculum.scheduler import build_scheduler
-from posttrain.curriculum.sim import KIND_GUESSABLE, KIND_HOPELESS, SimConfig, Simulator
 from posttrain.curriculum.stats import DomainStats
 
 METRICS: tuple[str, ...] = (

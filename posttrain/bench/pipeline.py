@@ -31,7 +31,7 @@ from typing import Any
 
 from pydantic import Field
 
-from posttrain.bench_cli import emit_report
+from posttrain.bench.report import emit_report
 from posttrain.config import StrictModel
 
 

@@ -1,7 +1,7 @@
 """The `posttrain` command line: a thin dispatcher.
 
-Each command group lives beside the code it drives, in a module exposing
-`register(subparsers) -> None`; the parsers it adds set `func(args) -> int`. Registration must stay
+Each command group is a module of this package exposing `register(subparsers) -> None`; the
+parsers it adds set `func(args) -> int` and delegate to the library. Registration must stay
 cheap (no torch import) so `posttrain --help` is fast. Errors meant for people (`ConfigError`,
 `UsageError`) are printed as one message with exit code 2, never as a traceback.
 """
@@ -15,18 +15,14 @@ import os
 import sys
 from collections.abc import Sequence
 
-from posttrain.config import ConfigError
+from posttrain.errors import ConfigError, UsageError
 
 COMMAND_MODULES: tuple[str, ...] = (
-    "posttrain.tasks.cli",  # domains, score
-    "posttrain.sandbox.cli",  # sandbox
-    "posttrain.train.cli",  # train, eval, base, demo
-    "posttrain.bench_cli",  # bench
+    "posttrain.cli.tasks",  # domains, score
+    "posttrain.cli.sandbox",  # sandbox
+    "posttrain.cli.train",  # train, eval, base, demo
+    "posttrain.cli.bench",  # bench
 )
-
-
-class UsageError(ValueError):
-    """A bad argument or input named in a message for people."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,7 +55,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into e.g. `head`: stop quietly
         sys.stderr.close()
         return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from posttrain.curriculum.bench import main, t_quantile_975
-from posttrain.curriculum.episode import run_episode
-from posttrain.curriculum.sim import KIND_GUESSABLE, KIND_HOPELESS, Simulator, load_sim_config
+from posttrain.bench.curriculum import main, t_quantile_975
+from posttrain.bench.curriculum_episode import run_episode
+from posttrain.bench.curriculum_sim import KIND_GUESSABLE, KIND_HOPELESS, Simulator, load_sim_config
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from posttrain.bench_cli import emit_report
+from posttrain.bench.report import emit_report
 
 MODELS: dict[str, dict[str, Any]] = {
     "small": {"vocab_size": 8192, "hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 5,
@@ -42,8 +42,8 @@ def build_model(name: str) -> Any:
 
 
 def _workloads() -> dict[str, Callable[[Any, Any], dict[str, Any]]]:
-    from posttrain.rollout import bench_long as long
-    from posttrain.rollout import bench_workloads as w
+    from posttrain.bench import rollout_long as long
+    from posttrain.bench import rollout_workloads as w
 
     return {"W1": w.w1_grpo_group, "W2": w.w2_multi_turn, "W3": w.w3_shared_system_prompt,
             "W4": w.w4_tiered, "W5": long.w5_chunked_prefill, "W6": long.w6_long_context,
@@ -119,7 +119,7 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
 
-    from posttrain.rollout.bench_workloads import BenchSizes
+    from posttrain.bench.rollout_workloads import BenchSizes
 
     torch.set_num_threads(args.threads)
     sizes = BenchSizes.quick() if args.quick else BenchSizes()

@@ -12,8 +12,8 @@ import statistics
 import time
 from typing import Any
 
+from posttrain.bench.rollout_workloads import BLOCK_SIZE, BenchSizes, random_ids
 from posttrain.rollout.api import GenerationRequest, SamplingParams
-from posttrain.rollout.bench_workloads import BLOCK_SIZE, BenchSizes, random_ids
 from posttrain.rollout.config import AttentionConfig, NativeEngineConfig
 from posttrain.rollout.engine.divergence import divergence_from_logits
 from posttrain.rollout.engine.engine import NativeEngine
