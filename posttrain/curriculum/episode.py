@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from posttrain.curriculum.difficulty import DifficultyConfig, DifficultyTargeter
-from posttrain.curriculum.scheduler import build_scheduler
+from posttrain.curriculum.mixture import build_mixture
 from posttrain.curriculum.sim import KIND_GUESSABLE, KIND_HOPELESS, SimConfig, Simulator
 from posttrain.curriculum.stats import DomainStats
 
@@ -52,7 +52,7 @@ def domain_names(num_domains: int) -> list[str]:
 
 def run_episode(
     sim_config: SimConfig,
-    scheduler_config: Mapping[str, Any] | Any,
+    mixture_config: Mapping[str, Any] | Any,
     seed: int,
     num_steps: int | None = None,
     record_weights: bool = False,
@@ -62,7 +62,7 @@ def run_episode(
     with `difficulty`, levels inside each domain are chosen by a `DifficultyTargeter`."""
     sim = Simulator(sim_config, seed)
     names = domain_names(sim_config.num_domains)
-    scheduler = build_scheduler(scheduler_config, domains=names)
+    mixture = build_mixture(mixture_config, domains=names)
     rng = np.random.default_rng(seed + 1_000_003)
     steps = num_steps or sim_config.num_steps
     learnable = sim.world.learnable
@@ -74,7 +74,7 @@ def run_episode(
     if difficulty is not None:
         targeter = DifficultyTargeter({n: ["easy", "medium", "hard"] for n in names}, difficulty)
     for t in range(steps):
-        allocation = scheduler.batch_counts(sim_config.batch_size, rng)
+        allocation = mixture.batch_counts(sim_config.batch_size, rng)
         counts = np.fromiter((allocation[n] for n in names), dtype=np.int64, count=len(names))
         if t >= sim_config.warmup_steps:
             prompts_unlearnable += int(counts[unlearnable].sum())
@@ -83,10 +83,10 @@ def run_episode(
         observed = sim.step(counts, level_probs)
         if targeter is not None:
             observed = _level_balanced(observed, targeter, names, sim)
-        scheduler.update({names[d]: s for d, s in observed.items()}, step=t + 1)
+        mixture.update({names[d]: s for d, s in observed.items()}, step=t + 1)
         passes[t] = sim.true_pass_rates()
         if weights is not None:
-            current = scheduler.weights()
+            current = mixture.weights()
             weights[t] = [current[n] for n in names]
     metrics = _score(passes[:, learnable], sim_config.target, steps)
     metrics["unlearnable_share"] = prompts_unlearnable / max(prompts_after_warmup, 1)

@@ -16,7 +16,7 @@ Model (one world per seed; all parameters come from a `SimConfig`):
     whose recall (chance a correct answer is credited) is below 1.
 The truth (`true_pass_rates`, averaged over levels and item noise, perfect verifier) is what the
 benchmark scores. Everything per step is vectorised over the batch with numpy.
-Not here: schedulers (they are driven through the public `DomainScheduler` API) and metrics.
+Not here: mixtures (they are driven through the public `DomainMixture` API) and metrics.
 """
 
 from __future__ import annotations

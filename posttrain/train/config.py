@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from posttrain.config import StrictModel, load_config
-from posttrain.curriculum import DefaultSchedulerConfig, DynamicSamplingConfig, SchedulerConfig
+from posttrain.curriculum import DefaultMixtureConfig, DynamicSamplingConfig, MixtureConfig
 from posttrain.tasks.registry import DomainsConfig, resolve_paths
 from posttrain.train.base_model import TinyBaseConfig
 from posttrain.train.models import ModelConfig
@@ -84,7 +84,7 @@ class TrainConfig(StrictModel):
     """Recipe of the embedded tiny base model (used when model.preset is 'tiny')."""
     domains: DomainsConfig = Field(default_factory=DomainsConfig)
     """The domains to train on."""
-    scheduler: SchedulerConfig = Field(default_factory=DefaultSchedulerConfig)
+    scheduler: MixtureConfig = Field(default_factory=DefaultMixtureConfig)
     """Per-domain sampling weights."""
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)
     """Generation."""

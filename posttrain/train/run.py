@@ -19,7 +19,7 @@ import torch
 from posttrain.algo import ragged_group_advantages, weights_from_coefficients
 from posttrain.curriculum import (
     DomainStats,
-    build_scheduler,
+    build_mixture,
     domain_loss_coefficients,
     domain_stats_from_groups,
     fill_informative_groups,
@@ -50,7 +50,7 @@ class Run:
         self.pool = TaskPool(registry, seed=config.domains.seed, eval_fraction=config.domains.eval_fraction)
         self.domain_ids = registry.ids()
         specs = registry.specs()
-        self.scheduler = build_scheduler(
+        self.scheduler = build_mixture(
             config.scheduler,
             domains=self.domain_ids,
             targets={s.id: s.target_pass_rate for s in specs},

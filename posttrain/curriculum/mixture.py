@@ -1,6 +1,6 @@
-"""The domain scheduler: `build_scheduler(config, domains=...)` and the `DomainScheduler` protocol.
+"""The domain scheduler: `build_mixture(config, domains=...)` and the `DomainMixture` protocol.
 
-Every built-in kind is one `WeightedScheduler` composed of a `DomainTracker` (running estimates), a
+Every built-in kind is one `WeightedMixture` composed of a `DomainTracker` (running estimates), a
 `WeightRule` (the kind's policy) and the shared shaping (unlearnable cap, smoothing, floors/ceilings).
 Guarantees after construction and after every `update`: weights are finite, sum to 1 and respect every
 floor and ceiling; `batch_counts` sums to the batch size; `state_dict` is JSON-serialisable and
@@ -19,16 +19,16 @@ from pydantic import ValidationError
 from posttrain.config import ConfigError, format_validation_error, load_plugin
 from posttrain.curriculum import rules
 from posttrain.curriculum.configs import (
-    SCHEDULER_CONFIG_ADAPTER,
-    BanditSchedulerConfig,
-    DefaultSchedulerConfig,
-    LearnabilitySchedulerConfig,
-    LearningProgressSchedulerConfig,
-    PluginSchedulerConfig,
+    MIXTURE_CONFIG_ADAPTER,
+    BanditMixtureConfig,
+    DefaultMixtureConfig,
+    LearnabilityMixtureConfig,
+    LearningProgressMixtureConfig,
+    PluginMixtureConfig,
     ShapingConfig,
-    StaticSchedulerConfig,
-    TargetMultiplicativeSchedulerConfig,
-    UniformSchedulerConfig,
+    StaticMixtureConfig,
+    TargetMultiplicativeMixtureConfig,
+    UniformMixtureConfig,
 )
 from posttrain.curriculum.shaping import allocate_counts, effective_bounds, project_to_bounds, smooth
 from posttrain.curriculum.stats import DomainStats
@@ -37,7 +37,7 @@ from posttrain.types import DomainSpec
 
 
 @runtime_checkable
-class DomainScheduler(Protocol):
+class DomainMixture(Protocol):
     """Per-domain sampling weights that adapt to training statistics."""
 
     domains: tuple[str, ...]
@@ -53,7 +53,7 @@ class DomainScheduler(Protocol):
     def load_state_dict(self, state: Mapping[str, Any]) -> None: ...
 
 
-class WeightedScheduler:
+class WeightedMixture:
     """Tracker + rule + shaping; see the module docstring for the guarantees."""
 
     def __init__(
@@ -131,42 +131,42 @@ class WeightedScheduler:
         self.rule.load_state_dict(state["rule"])
 
 
-def parse_scheduler_config(config: Mapping[str, Any] | Any) -> Any:
+def parse_mixture_config(config: Mapping[str, Any] | Any) -> Any:
     """A scheduler config model from a mapping (validated) or an existing model (returned as is)."""
     if isinstance(config, Mapping):
         try:
-            return SCHEDULER_CONFIG_ADAPTER.validate_python(dict(config))
+            return MIXTURE_CONFIG_ADAPTER.validate_python(dict(config))
         except ValidationError as exc:
             raise ConfigError(format_validation_error(exc, "curriculum scheduler")) from None
     return config
 
 
-def build_scheduler(
+def build_mixture(
     config: Mapping[str, Any] | Any,
     domains: Sequence[str],
     targets: Mapping[str, float] | None = None,
     min_weights: Mapping[str, float] | None = None,
     max_weights: Mapping[str, float] | None = None,
-) -> DomainScheduler:
-    """Build the scheduler for `config` (a mapping with `kind`, or a `SchedulerConfig` model).
+) -> DomainMixture:
+    """Build the scheduler for `config` (a mapping with `kind`, or a `MixtureConfig` model).
 
     `targets`, `min_weights`, `max_weights` override the config per domain id (e.g. from DomainSpecs).
     """
-    cfg = parse_scheduler_config(config)
+    cfg = parse_mixture_config(config)
     if not domains or len(set(domains)) != len(domains):
         raise ConfigError("curriculum: domains must be a non-empty list of distinct ids")
-    if isinstance(cfg, PluginSchedulerConfig):
+    if isinstance(cfg, PluginMixtureConfig):
         return _build_plugin(cfg, domains, targets)
     target_array = np.array([(targets or {}).get(d, cfg.target) for d in domains], dtype=float)
     bounds = effective_bounds(domains, cfg.shaping, min_weights, max_weights)
     tracker = DomainTracker(len(domains), target_array, cfg.signals, cfg.shaping)
     rule = _rule_for(cfg, domains)
-    return WeightedScheduler(cfg.kind, domains, target_array, rule, tracker, cfg.shaping, bounds)
+    return WeightedMixture(cfg.kind, domains, target_array, rule, tracker, cfg.shaping, bounds)
 
 
-def build_scheduler_for_specs(config: Mapping[str, Any] | Any, specs: Sequence[DomainSpec]) -> DomainScheduler:
-    """`build_scheduler` with domains, targets and weight bounds taken from the domain specs."""
-    return build_scheduler(
+def build_mixture_for_specs(config: Mapping[str, Any] | Any, specs: Sequence[DomainSpec]) -> DomainMixture:
+    """`build_mixture` with domains, targets and weight bounds taken from the domain specs."""
+    return build_mixture(
         config,
         domains=[spec.id for spec in specs],
         targets={spec.id: spec.target_pass_rate for spec in specs},
@@ -178,13 +178,13 @@ def build_scheduler_for_specs(config: Mapping[str, Any] | Any, specs: Sequence[D
 def _rule_for(cfg: Any, domains: Sequence[str]) -> rules.WeightRule:
     num = len(domains)
     factories: dict[type, Any] = {
-        UniformSchedulerConfig: lambda: rules.UniformRule(num),
-        StaticSchedulerConfig: lambda: rules.StaticRule(domains, cfg),
-        TargetMultiplicativeSchedulerConfig: lambda: rules.TargetMultiplicativeRule(num, cfg),
-        LearnabilitySchedulerConfig: lambda: rules.LearnabilityRule(num, cfg),
-        LearningProgressSchedulerConfig: lambda: rules.LearningProgressRule(num, cfg),
-        BanditSchedulerConfig: lambda: rules.BanditRule(num, cfg),
-        DefaultSchedulerConfig: lambda: rules.DefaultRule(num, cfg),
+        UniformMixtureConfig: lambda: rules.UniformRule(num),
+        StaticMixtureConfig: lambda: rules.StaticRule(domains, cfg),
+        TargetMultiplicativeMixtureConfig: lambda: rules.TargetMultiplicativeRule(num, cfg),
+        LearnabilityMixtureConfig: lambda: rules.LearnabilityRule(num, cfg),
+        LearningProgressMixtureConfig: lambda: rules.LearningProgressRule(num, cfg),
+        BanditMixtureConfig: lambda: rules.BanditRule(num, cfg),
+        DefaultMixtureConfig: lambda: rules.DefaultRule(num, cfg),
     }
     factory = factories.get(type(cfg))
     if factory is None:
@@ -194,8 +194,8 @@ def _rule_for(cfg: Any, domains: Sequence[str]) -> rules.WeightRule:
 
 
 def _build_plugin(
-    cfg: PluginSchedulerConfig, domains: Sequence[str], targets: Mapping[str, float] | None
-) -> DomainScheduler:
+    cfg: PluginMixtureConfig, domains: Sequence[str], targets: Mapping[str, float] | None
+) -> DomainMixture:
     factory = load_plugin(cfg.plugin)
-    scheduler: DomainScheduler = factory(domains=list(domains), targets=dict(targets or {}), options=cfg.options)
-    return scheduler
+    mixture: DomainMixture = factory(domains=list(domains), targets=dict(targets or {}), options=cfg.options)
+    return mixture
