@@ -84,7 +84,7 @@ class TrainConfig(StrictModel):
     """Recipe of the embedded tiny base model (used when model.preset is 'tiny')."""
     domains: DomainsConfig = Field(default_factory=DomainsConfig)
     """The domains to train on."""
-    scheduler: MixtureConfig = Field(default_factory=DefaultMixtureConfig)
+    mixture: MixtureConfig = Field(default_factory=DefaultMixtureConfig)
     """Per-domain sampling weights."""
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)
     """Generation."""

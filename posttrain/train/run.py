@@ -50,8 +50,8 @@ class Run:
         self.pool = TaskPool(registry, seed=config.domains.seed, eval_fraction=config.domains.eval_fraction)
         self.domain_ids = registry.ids()
         specs = registry.specs()
-        self.scheduler = build_mixture(
-            config.scheduler,
+        self.mixture = build_mixture(
+            config.mixture,
             domains=self.domain_ids,
             targets={s.id: s.target_pass_rate for s in specs},
             min_weights={s.id: s.min_weight for s in specs},
@@ -78,7 +78,7 @@ class Run:
     # -- the loop's steps -------------------------------------------------------------------------
 
     def draw_tasks(self, num_tasks: int) -> list[Task]:
-        counts = self.scheduler.batch_counts(num_tasks, self.np_rng)
+        counts = self.mixture.batch_counts(num_tasks, self.np_rng)
         return [t for d, c in counts.items() if c for t in self.pool.sample(d, c, "train", self.rng)]
 
     def sample_and_score(self, tasks: Sequence[Task], version: int) -> list[Group]:
@@ -177,7 +177,7 @@ class Run:
     def save(self, step: int) -> None:
         extra = {
             "loop_step": step,
-            "scheduler": self.scheduler.state_dict(),
+            "mixture": self.mixture.state_dict(),
             "rng": self.rng.getstate(),
             "np_rng": self.np_rng.bit_generator.state,
             "rollout_calls": self.rollout.num_calls,
@@ -192,7 +192,7 @@ class Run:
         saved = ckpt.load_checkpoint(path)
         self.learner.load_state_dict(saved.state)
         step, extra = int(saved.extra["loop_step"]), saved.extra
-        self.scheduler.load_state_dict(extra["scheduler"])
+        self.mixture.load_state_dict(extra["mixture"])
         self.rng.setstate(extra["rng"])
         self.np_rng.bit_generator.state = extra["np_rng"]
         self.rollout.num_calls = int(extra["rollout_calls"])
