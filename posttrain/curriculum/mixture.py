@@ -80,10 +80,6 @@ class WeightedMixture:
     def weights(self) -> dict[str, float]:
         return dict(zip(self.domains, self.current.tolist(), strict=True))
 
-    def weights_array(self) -> np.ndarray:
-        """Weights in `domains` order (a copy)."""
-        return self.current.copy()
-
     def update(self, stats: Mapping[str, DomainStats], step: int) -> None:
         unknown = [name for name in stats if name not in self.index]
         if unknown:
