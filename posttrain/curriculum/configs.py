@@ -1,6 +1,6 @@
-"""Configs of the domain schedulers: one frozen model per `kind`, joined in `MixtureConfig`.
+"""Configs of the domain mixture: one frozen model per `kind`, joined in `MixtureConfig`.
 
-Every scheduler shares two nested blocks: `SignalConfig` (how fast per-domain estimates forget) and
+Every mixture shares two nested blocks: `SignalConfig` (how fast per-domain estimates forget) and
 `ShapingConfig` (what happens to the raw weights before they are used: unlearnable cap, hysteresis,
 smoothing, floors and ceilings). The baselines default to no shaping at all, so `target_multiplicative`
 with its defaults is exactly the rule "w *= 1.1 below target, else *= 0.95; normalise".
@@ -17,7 +17,7 @@ from posttrain.config import StrictModel
 
 
 class SignalConfig(StrictModel):
-    """Half-lives of the per-domain running estimates, in scheduler updates."""
+    """Half-lives of the per-domain running estimates, in mixture updates."""
 
     fast_half_life_steps: float = Field(4.0, gt=0)
     """Half-life of the fast pass-rate estimate (what the domain does now)."""
@@ -158,7 +158,7 @@ class DefaultMixtureConfig(_Base):
 
 
 class PluginMixtureConfig(_Base):
-    """An out-of-tree scheduler: `plugin` names a factory `f(domains, targets, options) -> scheduler`."""
+    """An out-of-tree mixture: `plugin` names a factory `f(domains, targets, options) -> mixture`."""
 
     kind: Literal["plugin"] = "plugin"
     plugin: str
@@ -178,10 +178,10 @@ MixtureConfig = Annotated[
     | PluginMixtureConfig,
     Field(discriminator="kind"),
 ]
-"""Discriminated union of every scheduler config, selected by `kind`."""
+"""Discriminated union of every mixture config, selected by `kind`."""
 
 MIXTURE_CONFIG_ADAPTER: TypeAdapter[Any] = TypeAdapter(MixtureConfig)
-"""Validates a plain mapping into the matching scheduler config."""
+"""Validates a plain mapping into the matching mixture config."""
 
 BUILTIN_KINDS: tuple[str, ...] = (
     "uniform",

@@ -1,4 +1,4 @@
-"""The domain scheduler: `build_mixture(config, domains=...)` and the `DomainMixture` protocol.
+"""The domain mixture: `build_mixture(config, domains=...)` and the `DomainMixture` protocol.
 
 Every built-in kind is one `WeightedMixture` composed of a `DomainTracker` (running estimates), a
 `WeightRule` (the kind's policy) and the shared shaping (unlearnable cap, smoothing, floors/ceilings).
@@ -120,7 +120,7 @@ class WeightedMixture:
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         if state.get("kind") != self.kind or list(state.get("domains", [])) != list(self.domains):
-            raise ValueError("scheduler state is for a different kind or domain list")
+            raise ValueError("mixture state is for a different kind or domain list")
         self.last_step = int(state["last_step"])
         self.current = np.asarray(state["weights"], dtype=float)
         self.tracker.load_state_dict(state["tracker"])
@@ -128,12 +128,12 @@ class WeightedMixture:
 
 
 def parse_mixture_config(config: Mapping[str, Any] | Any) -> Any:
-    """A scheduler config model from a mapping (validated) or an existing model (returned as is)."""
+    """A mixture config model from a mapping (validated) or an existing model (returned as is)."""
     if isinstance(config, Mapping):
         try:
             return MIXTURE_CONFIG_ADAPTER.validate_python(dict(config))
         except ValidationError as exc:
-            raise ConfigError(format_validation_error(exc, "curriculum scheduler")) from None
+            raise ConfigError(format_validation_error(exc, "curriculum mixture")) from None
     return config
 
 
@@ -144,7 +144,7 @@ def build_mixture(
     min_weights: Mapping[str, float] | None = None,
     max_weights: Mapping[str, float] | None = None,
 ) -> DomainMixture:
-    """Build the scheduler for `config` (a mapping with `kind`, or a `MixtureConfig` model).
+    """Build the mixture for `config` (a mapping with `kind`, or a `MixtureConfig` model).
 
     `targets`, `min_weights`, `max_weights` override the config per domain id (e.g. from DomainSpecs).
     """
@@ -184,7 +184,7 @@ def _rule_for(cfg: Any, domains: Sequence[str]) -> rules.WeightRule:
     }
     factory = factories.get(type(cfg))
     if factory is None:
-        raise ConfigError(f"curriculum: no scheduler for config type {type(cfg).__name__}")
+        raise ConfigError(f"curriculum: no mixture for config type {type(cfg).__name__}")
     rule: rules.WeightRule = factory()
     return rule
 

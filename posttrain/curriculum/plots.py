@@ -1,4 +1,4 @@
-"""PNG figures for the curriculum benchmark: learning curves and weight trajectories per scheduler.
+"""PNG figures for the curriculum benchmark: learning curves and weight trajectories per mixture.
 
 Uses matplotlib's non-interactive Agg backend; imported only when plots are asked for.
 """

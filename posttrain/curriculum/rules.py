@@ -1,4 +1,4 @@
-"""Weight rules: the part of each scheduler `kind` that turns tracked estimates into raw weights.
+"""Weight rules: the part of each mixture `kind` that turns tracked estimates into raw weights.
 
 A rule is stateless apart from what it declares in `state_dict`; the surrounding `WeightedMixture`
 owns the tracker, the unlearnable cap, smoothing and bounds. Raw weights need not be normalised.
@@ -11,7 +11,7 @@ Rules:
   learning_progress     |fast - slow pass rate| (TSCL-style: rises and drops), mixed with uniform.
   bandit                discounted EXP3 over domains; reward = absolute learning progress.
   default               gap-to-target x learnability x progress, maintenance for learned domains,
-                        staleness bonus; unlearnable domains are capped by the scheduler.
+                        staleness bonus; unlearnable domains are capped by the mixture.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ class StaticRule:
 
 
 class TargetMultiplicativeRule:
-    """w *= up if last pass < target else down; the scheduler normalises (and, if asked, shapes)."""
+    """w *= up if last pass < target else down; the mixture normalises (and, if asked, shapes)."""
 
     def __init__(self, num_domains: int, config: TargetMultiplicativeMixtureConfig):
         self.config = config
