@@ -1,9 +1,9 @@
-"""`posttrain bench curriculum`: every scheduler x N seeds x both committed simulator worlds.
+"""`posttrain bench curriculum`: every mixture x N seeds x both committed simulator worlds.
 
 Prints a table (or JSON with `--json`), writes `<out>/curriculum.json` and PNGs of learning curves and
 weight trajectories. Each figure is a mean over seeds with a 95% confidence interval (Student t), and
 steps-to-target is also reported as a ratio against `uniform` and `target_multiplicative` from the
-same run. Runs that never reach target are counted at the horizon (this flatters the slower scheduler).
+same run. Runs that never reach target are counted at the horizon (this flatters the slower mixture).
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ MIXTURES: dict[str, dict[str, Any]] = {
     "default": {"kind": "default"},
     "default+difficulty": {"kind": "default"},
 }
-"""Benchmarked schedulers with their default configs (`static` has no prior ratios, so it is uniform;
-`target_multiplicative_bounded` is the reference rule with the default scheduler's floors/ceilings;
+"""Benchmarked mixtures with their default configs (`static` has no prior ratios, so it is uniform;
+`target_multiplicative_bounded` is the reference rule with the default mixture's floors/ceilings;
 `default+difficulty` adds level targeting inside each domain)."""
 ABLATIONS: dict[str, dict[str, Any]] = {
     "default-no_cap": {"kind": "default", "shaping": {"min_weight_vs_uniform": 0.2, "max_weight_vs_uniform": 10.0,

@@ -1,6 +1,6 @@
-"""Run one scheduler on one simulated world and score it.
+"""Run one mixture on one simulated world and score it.
 
-`run_episode` drives the scheduler only through its public API (`batch_counts`, `update`, `weights`)
+`run_episode` drives the mixture only through its public API (`batch_counts`, `update`, `weights`)
 and measures, on the simulator's true pass rates: steps until every learnable domain is at target
 (censored at the horizon), the area under the mean learning curve, the worst learnable domain's final
 pass rate, the share of prompts spent on unlearnable domains after warm-up, and forgetting (the largest
@@ -41,7 +41,7 @@ class EpisodeResult:
     at_target_curve: np.ndarray
     """[T] fraction of learnable domains at or above target after each step."""
     weights: np.ndarray | None
-    """[T, D] scheduler weights after each update, when recorded."""
+    """[T, D] mixture weights after each update, when recorded."""
     domain_kind: np.ndarray
     """[D] simulator kind of each domain."""
 
@@ -58,7 +58,7 @@ def run_episode(
     record_weights: bool = False,
     difficulty: DifficultyConfig | None = None,
 ) -> EpisodeResult:
-    """Train a fresh world of `seed` for `num_steps` (default: the config's horizon) under a scheduler;
+    """Train a fresh world of `seed` for `num_steps` (default: the config's horizon) under a mixture;
     with `difficulty`, levels inside each domain are chosen by a `DifficultyTargeter`."""
     sim = Simulator(sim_config, seed)
     names = domain_names(sim_config.num_domains)
@@ -97,7 +97,7 @@ def run_episode(
 def _level_balanced(
     observed: dict[int, DomainStats], targeter: DifficultyTargeter, names: list[str], sim: Simulator
 ) -> dict[int, DomainStats]:
-    """Steer levels with the raw pass rate; report the level-balanced one to the domain scheduler."""
+    """Steer levels with the raw pass rate; report the level-balanced one to the domain mixture."""
     balanced = {}
     for d, item in observed.items():
         targeter.update(names[d], item.pass_rate, item.n, sim.last_level_passes[d].tolist(),
