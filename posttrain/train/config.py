@@ -71,7 +71,7 @@ class TrainConfig(StrictModel):
     """A whole RL run."""
 
     seed: int = 0
-    """Seed for task sampling, generation and the scheduler's draws."""
+    """Seed for task sampling, generation and the mixture's draws."""
     steps: int = Field(30, ge=0)
     """Policy updates."""
     tasks_per_step: int = Field(16, ge=1)

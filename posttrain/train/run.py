@@ -1,6 +1,6 @@
 """The wiring of one RL run: everything `loop.train` talks to, built from a `TrainConfig`.
 
-`Run` owns the task pool, the domain scheduler, the model and tokenizer, the rollout engine, the
+`Run` owns the task pool, the domain mixture, the model and tokenizer, the rollout engine, the
 sample/reward stages, the learner and the outputs (metrics, checkpoints, evals, summary). Each method
 is one step of the loop, so the loop itself stays a page of pseudocode.
 """
