@@ -1,4 +1,4 @@
-"""Curriculum benchmark: every domain scheduler on the simulator (see posttrain.curriculum.bench)."""
+"""Curriculum benchmark: every domain mixture on the simulator (see posttrain.curriculum.bench)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Invariants every built-in scheduler keeps: normalised, bounded, deterministic, restorable."""
+"""Invariants every built-in mixture keeps: normalised, bounded, deterministic, restorable."""
 
 from __future__ import annotations
 
