@@ -1,4 +1,4 @@
-"""Curriculum benchmark: every domain scheduler on the simulator (see posttrain.bench.curriculum)."""
+"""Curriculum benchmark: every domain mixture on the simulator (see posttrain.bench.curriculum)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""`posttrain bench curriculum`: every scheduler x N seeds x both committed simulator worlds.
+"""`posttrain bench curriculum`: every mixture x N seeds x both committed simulator worlds.
 
 Prints a table (or JSON with `--json`), writes `<out>/curriculum.json` and PNGs of learning curves and
 weight trajectories. Each figure is a mean over seeds with a 95% confidence interval (Student t), and
 steps-to-target is also reported as a ratio against `uniform` and `target_multiplicative` from the
-same run. Runs that never reach target are counted at the horizon (this flatters the slower scheduler).
+same run. Runs that never reach target are counted at the horizon (this flatters the slower mixture).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from posttrain.bench.curriculum_sim import (
 )
 from posttrain.curriculum.difficulty import DifficultyConfig
 
-SCHEDULERS: dict[str, dict[str, Any]] = {
+MIXTURES: dict[str, dict[str, Any]] = {
     "uniform": {"kind": "uniform"},
     "static": {"kind": "static"},
     "target_multiplicative": {"kind": "target_multiplicative"},
@@ -42,8 +42,8 @@ SCHEDULERS: dict[str, dict[str, Any]] = {
     "default": {"kind": "default"},
     "default+difficulty": {"kind": "default"},
 }
-"""Benchmarked schedulers with their default configs (`static` has no prior ratios, so it is uniform;
-`target_multiplicative_bounded` is the reference rule with the default scheduler's floors/ceilings;
+"""Benchmarked mixtures with their default configs (`static` has no prior ratios, so it is uniform;
+`target_multiplicative_bounded` is the reference rule with the default mixture's floors/ceilings;
 `default+difficulty` adds level targeting inside each domain)."""
 ABLATIONS: dict[str, dict[str, Any]] = {
     "default-no_cap": {"kind": "default", "shaping": {"min_weight_vs_uniform": 0.2, "max_weight_vs_uniform": 10.0,
@@ -76,31 +76,31 @@ def summarise(values: list[float]) -> dict[str, float]:
 
 
 def _job(args: tuple[str, str, int, int | None]) -> tuple[str, str, int, dict[str, float], list[Any], Any]:
-    sim_name, scheduler, seed, steps = args
+    sim_name, mixture, seed, steps = args
     config = load_sim_config(sim_name)
-    scheduler_config = SCHEDULERS.get(scheduler) or ABLATIONS[scheduler]
-    difficulty = DifficultyConfig() if scheduler in WITH_DIFFICULTY else None
-    result = run_episode(config, scheduler_config, seed, steps, record_weights=seed == 0,
+    mixture_config = MIXTURES.get(mixture) or ABLATIONS[mixture]
+    difficulty = DifficultyConfig() if mixture in WITH_DIFFICULTY else None
+    result = run_episode(config, mixture_config, seed, steps, record_weights=seed == 0,
                          difficulty=difficulty)
     shares = None
     if result.weights is not None:
         shares = {KIND_NAMES[k]: result.weights[:, result.domain_kind == k].sum(axis=1).tolist()
                   for k in KIND_NAMES if (result.domain_kind == k).any()}
     curves = [result.mean_curve.tolist(), result.at_target_curve.tolist()]
-    return sim_name, scheduler, seed, result.metrics, curves, shares
+    return sim_name, mixture, seed, result.metrics, curves, shares
 
 
-def run_all(sims: list[str], schedulers: list[str], seeds: int, steps: int | None, workers: int) -> dict[str, Any]:
-    jobs = [(s, k, seed, steps) for s in sims for k in schedulers for seed in range(seeds)]
-    raw: dict[str, dict[str, dict[str, Any]]] = {s: {k: {"metrics": [], "curves": []} for k in schedulers}
+def run_all(sims: list[str], mixtures: list[str], seeds: int, steps: int | None, workers: int) -> dict[str, Any]:
+    jobs = [(s, k, seed, steps) for s in sims for k in mixtures for seed in range(seeds)]
+    raw: dict[str, dict[str, dict[str, Any]]] = {s: {k: {"metrics": [], "curves": []} for k in mixtures}
                                                  for s in sims}
     if workers > 1:
         with multiprocessing.get_context("spawn").Pool(workers) as pool:
             outputs = list(pool.imap_unordered(_job, jobs, chunksize=4))
     else:
         outputs = [_job(job) for job in jobs]
-    for sim_name, scheduler, _seed, metrics, curve, shares in sorted(outputs, key=lambda o: o[2]):
-        slot = raw[sim_name][scheduler]
+    for sim_name, mixture, _seed, metrics, curve, shares in sorted(outputs, key=lambda o: o[2]):
+        slot = raw[sim_name][mixture]
         slot["metrics"].append(metrics)
         slot["curves"].append(curve)
         if shares is not None:
@@ -110,10 +110,10 @@ def run_all(sims: list[str], schedulers: list[str], seeds: int, steps: int | Non
 
 def aggregate(raw: dict[str, Any], seeds: int) -> dict[str, Any]:
     report: dict[str, Any] = {"seeds": seeds, "worlds": {}}
-    for sim_name, by_scheduler in raw.items():
+    for sim_name, by_mixture in raw.items():
         table = {k: {m: summarise([run[m] for run in v["metrics"]]) for m in METRICS}
-                 for k, v in by_scheduler.items()}
-        world: dict[str, Any] = {"sim_config": load_sim_config(sim_name).model_dump(), "schedulers": table}
+                 for k, v in by_mixture.items()}
+        world: dict[str, Any] = {"sim_config": load_sim_config(sim_name).model_dump(), "mixtures": table}
         for baseline in ("uniform", "target_multiplicative"):
             if baseline in table:
                 base = table[baseline]["steps_to_target"]["mean"]
@@ -145,8 +145,8 @@ def format_table(report: dict[str, Any]) -> str:
     lines = []
     for sim_name, world in report["worlds"].items():
         lines.append(f"\nworld {sim_name} ({report['seeds']} seeds; mean [95% CI])")
-        lines.append(f"{'scheduler':<22}" + "".join(f"{m:>26}" for m in METRICS))
-        for kind, row in world["schedulers"].items():
+        lines.append(f"{'mixture':<22}" + "".join(f"{m:>26}" for m in METRICS))
+        for kind, row in world["mixtures"].items():
             cells = "".join(f"{_cell(row[m]):>26}" for m in METRICS)
             lines.append(f"{kind:<22}{cells}")
         for key, value in world.get("targets", {}).items():
@@ -161,18 +161,18 @@ def _cell(summary: dict[str, float]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="posttrain bench curriculum", description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=20, help="seeds per scheduler and world")
+    parser.add_argument("--seeds", type=int, default=20, help="seeds per mixture and world")
     parser.add_argument("--steps", type=int, default=None, help="override the worlds' horizons")
     parser.add_argument("--worlds", nargs="+", default=["a", "b"], help="simulator configs (name or path)")
-    parser.add_argument("--schedulers", nargs="+", default=list(SCHEDULERS), choices=list(SCHEDULERS))
+    parser.add_argument("--mixtures", nargs="+", default=list(MIXTURES), choices=list(MIXTURES))
     parser.add_argument("--ablations", action="store_true", help="also run the default minus each ingredient")
     parser.add_argument("--workers", type=int, default=min(2, multiprocessing.cpu_count()))
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--out", default="bench/results", help="directory for curriculum.json and PNGs")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNGs")
     args = parser.parse_args(argv)
-    schedulers = list(args.schedulers) + (list(ABLATIONS) if args.ablations else [])
-    raw = run_all(args.worlds, schedulers, args.seeds, args.steps, args.workers)
+    mixtures = list(args.mixtures) + (list(ABLATIONS) if args.ablations else [])
+    raw = run_all(args.worlds, mixtures, args.seeds, args.steps, args.workers)
     report = aggregate(raw, args.seeds)
     report["command"] = "posttrain bench curriculum " + " ".join(argv if argv is not None else sys.argv[1:])
     out = Path(args.out)

@@ -1,6 +1,6 @@
-"""Run one scheduler on one simulated world and score it.
+"""Run one mixture on one simulated world and score it.
 
-`run_episode` drives the scheduler only through its public API (`batch_counts`, `update`, `weights`)
+`run_episode` drives the mixture only through its public API (`batch_counts`, `update`, `weights`)
 and measures, on the simulator's true pass rates: steps until every learnable domain is at target
 (censored at the horizon), the area under the mean learning curve, the worst learnable domain's final
 pass rate, the share of prompts spent on unlearnable domains after warm-up, and forgetting (the largest
@@ -17,7 +17,7 @@ import numpy as np
 
 from posttrain.bench.curriculum_sim import KIND_GUESSABLE, KIND_HOPELESS, SimConfig, Simulator
 from posttrain.curriculum.difficulty import DifficultyConfig, DifficultyTargeter
-from posttrain.curriculum.scheduler import build_scheduler
+from posttrain.curriculum.mixture import build_mixture
 from posttrain.curriculum.stats import DomainStats
 
 METRICS: tuple[str, ...] = (
@@ -41,7 +41,7 @@ class EpisodeResult:
     at_target_curve: np.ndarray
     """[T] fraction of learnable domains at or above target after each step."""
     weights: np.ndarray | None
-    """[T, D] scheduler weights after each update, when recorded."""
+    """[T, D] mixture weights after each update, when recorded."""
     domain_kind: np.ndarray
     """[D] simulator kind of each domain."""
 
@@ -52,17 +52,17 @@ def domain_names(num_domains: int) -> list[str]:
 
 def run_episode(
     sim_config: SimConfig,
-    scheduler_config: Mapping[str, Any] | Any,
+    mixture_config: Mapping[str, Any] | Any,
     seed: int,
     num_steps: int | None = None,
     record_weights: bool = False,
     difficulty: DifficultyConfig | None = None,
 ) -> EpisodeResult:
-    """Train a fresh world of `seed` for `num_steps` (default: the config's horizon) under a scheduler;
+    """Train a fresh world of `seed` for `num_steps` (default: the config's horizon) under a mixture;
     with `difficulty`, levels inside each domain are chosen by a `DifficultyTargeter`."""
     sim = Simulator(sim_config, seed)
     names = domain_names(sim_config.num_domains)
-    scheduler = build_scheduler(scheduler_config, domains=names)
+    mixture = build_mixture(mixture_config, domains=names)
     rng = np.random.default_rng(seed + 1_000_003)
     steps = num_steps or sim_config.num_steps
     learnable = sim.world.learnable
@@ -74,7 +74,7 @@ def run_episode(
     if difficulty is not None:
         targeter = DifficultyTargeter({n: ["easy", "medium", "hard"] for n in names}, difficulty)
     for t in range(steps):
-        allocation = scheduler.batch_counts(sim_config.batch_size, rng)
+        allocation = mixture.batch_counts(sim_config.batch_size, rng)
         counts = np.fromiter((allocation[n] for n in names), dtype=np.int64, count=len(names))
         if t >= sim_config.warmup_steps:
             prompts_unlearnable += int(counts[unlearnable].sum())
@@ -83,10 +83,10 @@ def run_episode(
         observed = sim.step(counts, level_probs)
         if targeter is not None:
             observed = _level_balanced(observed, targeter, names, sim)
-        scheduler.update({names[d]: s for d, s in observed.items()}, step=t + 1)
+        mixture.update({names[d]: s for d, s in observed.items()}, step=t + 1)
         passes[t] = sim.true_pass_rates()
         if weights is not None:
-            current = scheduler.weights()
+            current = mixture.weights()
             weights[t] = [current[n] for n in names]
     metrics = _score(passes[:, learnable], sim_config.target, steps)
     metrics["unlearnable_share"] = prompts_unlearnable / max(prompts_after_warmup, 1)
@@ -97,7 +97,7 @@ def run_episode(
 def _level_balanced(
     observed: dict[int, DomainStats], targeter: DifficultyTargeter, names: list[str], sim: Simulator
 ) -> dict[int, DomainStats]:
-    """Steer levels with the raw pass rate; report the level-balanced one to the domain scheduler."""
+    """Steer levels with the raw pass rate; report the level-balanced one to the domain mixture."""
     balanced = {}
     for d, item in observed.items():
         targeter.update(names[d], item.pass_rate, item.n, sim.last_level_passes[d].tolist(),

@@ -1,4 +1,4 @@
-"""PNG figures for the curriculum benchmark: learning curves and weight trajectories per scheduler.
+"""PNG figures for the curriculum benchmark: learning curves and weight trajectories per mixture.
 
 Uses matplotlib's non-interactive Agg backend; imported only when plots are asked for.
 """
@@ -18,17 +18,17 @@ import numpy as np  # noqa: E402
 def write_plots(raw: dict[str, Any], out: Path) -> list[str]:
     """One learning-curve and one weight-trajectory figure per world; returns the file names."""
     written = []
-    for world, by_scheduler in raw.items():
-        written.append(_curves(world, by_scheduler, out))
-        written.append(_weights(world, by_scheduler, out))
+    for world, by_mixture in raw.items():
+        written.append(_curves(world, by_mixture, out))
+        written.append(_weights(world, by_mixture, out))
     return written
 
 
-def _curves(world: str, by_scheduler: dict[str, Any], out: Path) -> str:
+def _curves(world: str, by_mixture: dict[str, Any], out: Path) -> str:
     fig, axes = plt.subplots(1, 2, figsize=(14, 5))
     titles = ("mean true pass rate (learnable domains)", "fraction of learnable domains at target")
     for panel, (ax, title) in enumerate(zip(axes, titles, strict=True)):
-        for index, (kind, data) in enumerate(by_scheduler.items()):
+        for index, (kind, data) in enumerate(by_mixture.items()):
             curves = np.asarray([pair[panel] for pair in data["curves"]])  # [seeds, T]
             mean = curves.mean(axis=0)
             half = 1.96 * curves.std(axis=0, ddof=1) / np.sqrt(len(curves)) if len(curves) > 1 else 0 * mean
@@ -48,13 +48,13 @@ def _curves(world: str, by_scheduler: dict[str, Any], out: Path) -> str:
     return name
 
 
-def _weights(world: str, by_scheduler: dict[str, Any], out: Path) -> str:
-    kinds = [k for k, d in by_scheduler.items() if "weight_shares_seed0" in d]
+def _weights(world: str, by_mixture: dict[str, Any], out: Path) -> str:
+    kinds = [k for k, d in by_mixture.items() if "weight_shares_seed0" in d]
     cols = 4
     rows = max(1, -(-len(kinds) // cols))
     fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3 * rows), squeeze=False, sharey=True)
     for ax, kind in zip(axes.ravel(), kinds, strict=False):
-        shares = by_scheduler[kind]["weight_shares_seed0"]
+        shares = by_mixture[kind]["weight_shares_seed0"]
         labels = list(shares)
         stack = np.asarray([shares[label] for label in labels])
         ax.stackplot(np.arange(1, stack.shape[1] + 1), stack, labels=labels, alpha=0.8)

@@ -1,4 +1,4 @@
-"""A seeded simulated learner over many domains, for comparing domain schedulers cheaply.
+"""A seeded simulated learner over many domains, for comparing domain mixtures cheaply.
 
 Model (one world per seed; all parameters come from a `SimConfig`):
   * domain d has latent skill theta_d; an item of difficulty b succeeds with probability
@@ -12,11 +12,11 @@ Model (one world per seed; all parameters come from a `SimConfig`):
     rate 0 — a trap for pure learnability);
   * forgetting: every step theta_d relaxes towards its start by `forgetting` * (theta_d - theta0_d),
     so a domain that stops being sampled decays;
-  * the scheduler only sees noisy training statistics: G rollouts per prompt, graded by a verifier
+  * the mixture only sees noisy training statistics: G rollouts per prompt, graded by a verifier
     whose recall (chance a correct answer is credited) is below 1.
 The truth (`true_pass_rates`, averaged over levels and item noise, perfect verifier) is what the
 benchmark scores. Everything per step is vectorised over the batch with numpy.
-Not here: schedulers (they are driven through the public `DomainScheduler` API) and metrics.
+Not here: mixtures (they are driven through the public `DomainMixture` API) and metrics.
 """
 
 from __future__ import annotations

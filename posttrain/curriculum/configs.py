@@ -1,10 +1,10 @@
-"""Configs of the domain schedulers: one frozen model per `kind`, joined in `SchedulerConfig`.
+"""Configs of the domain mixture: one frozen model per `kind`, joined in `MixtureConfig`.
 
-Every scheduler shares two nested blocks: `SignalConfig` (how fast per-domain estimates forget) and
+Every mixture shares two nested blocks: `SignalConfig` (how fast per-domain estimates forget) and
 `ShapingConfig` (what happens to the raw weights before they are used: unlearnable cap, hysteresis,
 smoothing, floors and ceilings). The baselines default to no shaping at all, so `target_multiplicative`
 with its defaults is exactly the rule "w *= 1.1 below target, else *= 0.95; normalise".
-Not here: the behaviour (`posttrain.curriculum.rules`, `posttrain.curriculum.scheduler`).
+Not here: the behaviour (`posttrain.curriculum.rules`, `posttrain.curriculum.mixture`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from posttrain.config import StrictModel
 
 
 class SignalConfig(StrictModel):
-    """Half-lives of the per-domain running estimates, in scheduler updates."""
+    """Half-lives of the per-domain running estimates, in mixture updates."""
 
     fast_half_life_steps: float = Field(4.0, gt=0)
     """Half-life of the fast pass-rate estimate (what the domain does now)."""
@@ -70,13 +70,13 @@ class _Base(StrictModel):
     """Cap, hysteresis, smoothing, floors and ceilings."""
 
 
-class UniformSchedulerConfig(_Base):
+class UniformMixtureConfig(_Base):
     """Every domain the same weight (the baseline every claim is measured against)."""
 
     kind: Literal["uniform"] = "uniform"
 
 
-class StaticSchedulerConfig(_Base):
+class StaticMixtureConfig(_Base):
     """Fixed ratios, normalised; domains not listed get `default_ratio`."""
 
     kind: Literal["static"] = "static"
@@ -86,7 +86,7 @@ class StaticSchedulerConfig(_Base):
     """Relative weight of domains missing from `ratios`."""
 
 
-class TargetMultiplicativeSchedulerConfig(_Base):
+class TargetMultiplicativeMixtureConfig(_Base):
     """The reference rule: multiply by `up_factor` below target, else by `down_factor`; normalise."""
 
     kind: Literal["target_multiplicative"] = "target_multiplicative"
@@ -96,7 +96,7 @@ class TargetMultiplicativeSchedulerConfig(_Base):
     """Factor for a domain at or above its target."""
 
 
-class LearnabilitySchedulerConfig(_Base):
+class LearnabilityMixtureConfig(_Base):
     """Weight proportional to the learning signal: mean |advantage| or p(1-p)."""
 
     kind: Literal["learnability"] = "learnability"
@@ -106,7 +106,7 @@ class LearnabilitySchedulerConfig(_Base):
     """Share of the batch spread uniformly."""
 
 
-class LearningProgressSchedulerConfig(_Base):
+class LearningProgressMixtureConfig(_Base):
     """Weight proportional to |fast - slow| pass-rate estimate (rises and drops both count)."""
 
     kind: Literal["learning_progress"] = "learning_progress"
@@ -114,7 +114,7 @@ class LearningProgressSchedulerConfig(_Base):
     """Share of the batch spread uniformly."""
 
 
-class BanditSchedulerConfig(_Base):
+class BanditMixtureConfig(_Base):
     """Discounted EXP3 whose reward for a sampled domain is its absolute learning progress."""
 
     kind: Literal["bandit"] = "bandit"
@@ -128,7 +128,7 @@ class BanditSchedulerConfig(_Base):
     """Progress is multiplied by this before clipping the reward to [0, 1]."""
 
 
-class DefaultSchedulerConfig(_Base):
+class DefaultMixtureConfig(_Base):
     """Gap-to-target times learnability, plus learning-progress and staleness bonuses, with maintenance
     weight for learned domains and a cap on domains that stay unlearnable."""
 
@@ -157,8 +157,8 @@ class DefaultSchedulerConfig(_Base):
     """Defaults: floor 0.2/N, ceiling 10/N, light smoothing, small hysteresis, unlearnable cap on."""
 
 
-class PluginSchedulerConfig(_Base):
-    """An out-of-tree scheduler: `plugin` names a factory `f(domains, targets, options) -> scheduler`."""
+class PluginMixtureConfig(_Base):
+    """An out-of-tree mixture: `plugin` names a factory `f(domains, targets, options) -> mixture`."""
 
     kind: Literal["plugin"] = "plugin"
     plugin: str
@@ -167,21 +167,21 @@ class PluginSchedulerConfig(_Base):
     """Passed to the factory as is."""
 
 
-SchedulerConfig = Annotated[
-    UniformSchedulerConfig
-    | StaticSchedulerConfig
-    | TargetMultiplicativeSchedulerConfig
-    | LearnabilitySchedulerConfig
-    | LearningProgressSchedulerConfig
-    | BanditSchedulerConfig
-    | DefaultSchedulerConfig
-    | PluginSchedulerConfig,
+MixtureConfig = Annotated[
+    UniformMixtureConfig
+    | StaticMixtureConfig
+    | TargetMultiplicativeMixtureConfig
+    | LearnabilityMixtureConfig
+    | LearningProgressMixtureConfig
+    | BanditMixtureConfig
+    | DefaultMixtureConfig
+    | PluginMixtureConfig,
     Field(discriminator="kind"),
 ]
-"""Discriminated union of every scheduler config, selected by `kind`."""
+"""Discriminated union of every mixture config, selected by `kind`."""
 
-SCHEDULER_CONFIG_ADAPTER: TypeAdapter[Any] = TypeAdapter(SchedulerConfig)
-"""Validates a plain mapping into the matching scheduler config."""
+MIXTURE_CONFIG_ADAPTER: TypeAdapter[Any] = TypeAdapter(MixtureConfig)
+"""Validates a plain mapping into the matching mixture config."""
 
 BUILTIN_KINDS: tuple[str, ...] = (
     "uniform",

@@ -6,7 +6,7 @@ where p is the pass rate the domain just showed, so an easy domain climbs and a 
 Level probabilities are a Gaussian bump around x (width `spread` levels) with a floor, so every level
 keeps being seen. Level names follow `posttrain.types.LEVELS` (easy, medium, hard); domain ids
 `base@level` are grouped by `group_levels`. Not here: choosing how many samples a domain gets
-(the domain scheduler does that) or which task of a level is drawn.
+(the domain mixture does that) or which task of a level is drawn.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ class DifficultyTargeter:
     def balanced_pass_rate(self, domain: str) -> float | None:
         """Equal-weight mean of the per-level estimates (levels never seen are left out; None if none).
 
-        Report this, not the raw pass rate, to a domain scheduler when levels are targeted: the raw rate
+        Report this, not the raw pass rate, to a domain mixture when levels are targeted: the raw rate
         is steered towards the difficulty target and stops measuring progress towards the domain's.
         """
         return level_balanced_pass_rate(self.level_passes[domain].tolist(), self.level_samples[domain].tolist())

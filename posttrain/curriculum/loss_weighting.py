@@ -9,10 +9,10 @@ multiplies every per-token loss of sample i by `coef[i]` and sums; with
 the loss is sum_d share_d * (token-mean loss of domain d), so domain d's share is `share_d`.
 
 Two ways to apply curriculum weights; pick one:
-  * "sample by weight" (the default): the scheduler's `batch_counts` sets how many prompts each domain
+  * "sample by weight" (the default): the mixture's `batch_counts` sets how many prompts each domain
     gets; then call this with `weights=None`, which uses the batch's own sample shares n_d / N as the
     domain shares, removing only the token-length bias.
-  * "weight the loss": sample domains uniformly (or by any fixed rule) and pass the scheduler's weights
+  * "weight the loss": sample domains uniformly (or by any fixed rule) and pass the mixture's weights
     here. Fewer, steadier batches per domain, but rare domains are seen rarely.
 Doing both squares the weights (share ~ w^2). `WeightRouting` hands the weights to exactly one side, and
 this function refuses `weights` together with `sampled_by_weight=True` unless `allow_double=True`.

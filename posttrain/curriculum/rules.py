@@ -1,6 +1,6 @@
-"""Weight rules: the part of each scheduler `kind` that turns tracked estimates into raw weights.
+"""Weight rules: the part of each mixture `kind` that turns tracked estimates into raw weights.
 
-A rule is stateless apart from what it declares in `state_dict`; the surrounding `WeightedScheduler`
+A rule is stateless apart from what it declares in `state_dict`; the surrounding `WeightedMixture`
 owns the tracker, the unlearnable cap, smoothing and bounds. Raw weights need not be normalised.
 Rules:
   uniform               ones.
@@ -11,7 +11,7 @@ Rules:
   learning_progress     |fast - slow pass rate| (TSCL-style: rises and drops), mixed with uniform.
   bandit                discounted EXP3 over domains; reward = absolute learning progress.
   default               gap-to-target x learnability x progress, maintenance for learned domains,
-                        staleness bonus; unlearnable domains are capped by the scheduler.
+                        staleness bonus; unlearnable domains are capped by the mixture.
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from typing import Any, Protocol
 import numpy as np
 
 from posttrain.curriculum.configs import (
-    BanditSchedulerConfig,
-    DefaultSchedulerConfig,
-    LearnabilitySchedulerConfig,
-    LearningProgressSchedulerConfig,
-    StaticSchedulerConfig,
-    TargetMultiplicativeSchedulerConfig,
+    BanditMixtureConfig,
+    DefaultMixtureConfig,
+    LearnabilityMixtureConfig,
+    LearningProgressMixtureConfig,
+    StaticMixtureConfig,
+    TargetMultiplicativeMixtureConfig,
 )
 from posttrain.curriculum.tracker import DomainTracker
 
@@ -68,7 +68,7 @@ class UniformRule:
 
 
 class StaticRule:
-    def __init__(self, domains: Sequence[str], config: StaticSchedulerConfig):
+    def __init__(self, domains: Sequence[str], config: StaticMixtureConfig):
         self.ratios = np.array([config.ratios.get(d, config.default_ratio) for d in domains], dtype=float)
 
     def initial_weights(self) -> np.ndarray:
@@ -85,9 +85,9 @@ class StaticRule:
 
 
 class TargetMultiplicativeRule:
-    """w *= up if last pass < target else down; the scheduler normalises (and, if asked, shapes)."""
+    """w *= up if last pass < target else down; the mixture normalises (and, if asked, shapes)."""
 
-    def __init__(self, num_domains: int, config: TargetMultiplicativeSchedulerConfig):
+    def __init__(self, num_domains: int, config: TargetMultiplicativeMixtureConfig):
         self.config = config
         self.num_domains = num_domains
         self.below = np.full(num_domains, np.nan)
@@ -114,7 +114,7 @@ class TargetMultiplicativeRule:
 
 
 class LearnabilityRule:
-    def __init__(self, num_domains: int, config: LearnabilitySchedulerConfig):
+    def __init__(self, num_domains: int, config: LearnabilityMixtureConfig):
         self.config = config
         self.num_domains = num_domains
 
@@ -137,7 +137,7 @@ class LearnabilityRule:
 
 
 class LearningProgressRule:
-    def __init__(self, num_domains: int, config: LearningProgressSchedulerConfig):
+    def __init__(self, num_domains: int, config: LearningProgressMixtureConfig):
         self.config = config
         self.num_domains = num_domains
 
@@ -162,7 +162,7 @@ class BanditRule:
     the chance it was sampled; cumulative estimates are discounted so old progress stops counting.
     """
 
-    def __init__(self, num_domains: int, config: BanditSchedulerConfig):
+    def __init__(self, num_domains: int, config: BanditMixtureConfig):
         self.config = config
         self.num_domains = num_domains
         self.gains = np.zeros(num_domains)
@@ -190,7 +190,7 @@ class BanditRule:
 class DefaultRule:
     """need(gap to target) x learnability x progress multiplier + staleness bonus."""
 
-    def __init__(self, num_domains: int, config: DefaultSchedulerConfig):
+    def __init__(self, num_domains: int, config: DefaultMixtureConfig):
         self.config = config
         self.num_domains = num_domains
 

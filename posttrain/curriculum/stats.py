@@ -1,9 +1,9 @@
-"""Per-domain training statistics that drive the domain schedulers.
+"""Per-domain training statistics that drive the domain mixture.
 
 `DomainStats` is what the trainer reports for each domain it sampled in a step. It is a small frozen
 dataclass (not a pydantic model) because hundreds of them are built every step; values are checked on
 construction. `domain_stats_from_groups` computes one from GRPO-style groups of rewards.
-Not here: how the statistics are turned into weights (`posttrain.curriculum.scheduler`).
+Not here: how the statistics are turned into weights (`posttrain.curriculum.mixture`).
 """
 
 from __future__ import annotations

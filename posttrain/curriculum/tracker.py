@@ -1,9 +1,9 @@
-"""Running per-domain estimates shared by all schedulers: pass rate (fast and slow), learning progress,
+"""Running per-domain estimates shared by all mixtures: pass rate (fast and slow), learning progress,
 learnability, and two hysteresis flags ("at target", "stuck").
 
 Estimates are evidence-weighted and discounted per update (a domain that is not sampled keeps its
 estimate but loses evidence, so its uncertainty grows). Everything is a numpy array indexed by the
-scheduler's domain order; `state_dict` is JSON-ready. Not here: turning estimates into weights.
+mixture's domain order; `state_dict` is JSON-ready. Not here: turning estimates into weights.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Layout of `<run_dir>/checkpoints/step_<step:08d>/`: `model.safetensors` (the trainer state's
 `model` tensors: full weights or the LoRA adapter), `trainer.pt` (optimizer, LR schedule, step, RNG
 states and any other trainer entries), `extra.pt` (whatever the caller adds, e.g. the domain
-scheduler's state) and `meta.json` (step and format, for people). A checkpoint is written into a
+mixture's state) and `meta.json` (step and format, for people). A checkpoint is written into a
 hidden temporary directory and renamed into place, so a crash never leaves a partial `step_*`
 directory. Not here: what the states mean (`PolicyTrainer.state_dict`). Checkpoints are trusted
 input: `trainer.pt` and `extra.pt` are unpickled on load.

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from posttrain.curriculum import DomainScheduler, build_scheduler_for_specs
+from posttrain.curriculum import DomainMixture, build_mixture_for_specs
 from posttrain.rollout import PromptRenderer, RolloutEngine, build_engine
 from posttrain.tasks.pool import TaskPool
 from posttrain.train.config import ModelConfig, RewardConfig, RolloutConfig, TrainConfig
@@ -54,7 +54,7 @@ class Components:
 
     pool: TaskPool
     grader: Grader
-    mixture: DomainScheduler
+    mixture: DomainMixture
     model: Any
     tokenizer: Any
     renderer: PromptRenderer
@@ -67,7 +67,7 @@ class Components:
         return cls(
             pool=pool,
             grader=build_grader(pool, config.reward),
-            mixture=build_scheduler_for_specs(config.scheduler, pool.registry.specs()),
+            mixture=build_mixture_for_specs(config.mixture, pool.registry.specs()),
             model=model,
             tokenizer=tokenizer,
             renderer=PromptRenderer(tokenizer, config.rollout.system_prompt),

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from posttrain.config import StrictModel, load_config
-from posttrain.curriculum import DefaultSchedulerConfig, DynamicSamplingConfig, SchedulerConfig
+from posttrain.curriculum import DefaultMixtureConfig, DynamicSamplingConfig, MixtureConfig
 from posttrain.rollout.config import EngineConfig, NativeEngineConfig, SamplingConfig
 from posttrain.tasks.registry import DomainsConfig, resolve_paths
 from posttrain.train._policy_config import PolicyConfig
@@ -145,7 +145,7 @@ class TrainConfig(StrictModel):
     """A whole RL run."""
 
     seed: int = 0
-    """Seed for task sampling, generation and the scheduler's draws."""
+    """Seed for task sampling, generation and the mixture's draws."""
     steps: int = Field(30, ge=0)
     """Policy updates."""
     tasks_per_step: int = Field(16, ge=1)
@@ -158,7 +158,7 @@ class TrainConfig(StrictModel):
     """Recipe of the embedded tiny base model (used when model.preset is 'tiny')."""
     domains: DomainsConfig = Field(default_factory=DomainsConfig)
     """The domains to train on."""
-    scheduler: SchedulerConfig = Field(default_factory=DefaultSchedulerConfig)
+    mixture: MixtureConfig = Field(default_factory=DefaultMixtureConfig)
     """Per-domain sampling weights."""
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)
     """Generation."""

@@ -21,7 +21,7 @@ def train(config: TrainConfig, run_dir: Path, resume: bool = False, log: Callabl
         start = run.resume() if resume else 0
         base_eval = run.evaluate("base") if start == 0 else run.saved_eval("base")
         for step in range(start, config.steps):
-            weights = run.scheduler.weights()                       # per-domain sampling weights
+            weights = run.mixture.weights()                         # per-domain sampling weights
             tasks = run.draw_tasks(config.tasks_per_step)           # batch composition by weight
             groups = run.sample_and_score(tasks, version=step)      # G samples per task, graded
             kept, graded, report = run.filter_groups(groups, step)  # drop zero-signal groups, refill
@@ -29,7 +29,7 @@ def train(config: TrainConfig, run_dir: Path, resume: bool = False, log: Callabl
             metrics = run.learner.step(batch)                       # GRPO-family update
             run.engine.update_weights(run.learner.policy_state(), version=step + 1)  # weight sync
             stats = run.domain_stats(graded)                        # every graded group, kept or not
-            run.scheduler.update(stats, step=step)                  # weak domains get more samples
+            run.mixture.update(stats, step=step)                    # weak domains get more samples
             run.log_step(step, metrics, stats, weights, report)
             run.maybe_eval_and_checkpoint(step)
         final_eval = run.evaluate("final")

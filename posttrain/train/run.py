@@ -44,7 +44,7 @@ class Run:
         self.rng = random.Random(config.seed)
         self.np_rng = np.random.default_rng(config.seed)
         self.components = parts = Components.build(config, log)
-        self.pool, self.scheduler, self.engine = parts.pool, parts.mixture, parts.engine
+        self.pool, self.mixture, self.engine = parts.pool, parts.mixture, parts.engine
         self.domain_ids = self.pool.registry.ids()
         self.rollout = RolloutStage(parts.engine, parts.renderer, config.rollout, config.seed)
         self.reward = RewardStage(parts.grader, config.reward, config.seed)
@@ -65,7 +65,7 @@ class Run:
     # -- the loop's steps -------------------------------------------------------------------------
 
     def draw_tasks(self, num_tasks: int) -> list[Task]:
-        counts = self.scheduler.batch_counts(num_tasks, self.np_rng)
+        counts = self.mixture.batch_counts(num_tasks, self.np_rng)
         return [t for d, c in counts.items() if c for t in self.pool.sample(d, c, "train", self.rng)]
 
     def sample_and_score(self, tasks: Sequence[Task], version: int) -> list[Group]:
@@ -158,7 +158,7 @@ class Run:
     def save(self, step: int) -> None:
         extra = {
             "loop_step": step,
-            "scheduler": self.scheduler.state_dict(),
+            "mixture": self.mixture.state_dict(),
             "rng": self.rng.getstate(),
             "np_rng": self.np_rng.bit_generator.state,
             "rollout_calls": self.rollout.num_calls,
@@ -173,7 +173,7 @@ class Run:
         saved = ckpt.load_checkpoint(path)
         self.learner.load_state_dict(saved.state)
         step, extra = int(saved.extra["loop_step"]), saved.extra
-        self.scheduler.load_state_dict(extra["scheduler"])
+        self.mixture.load_state_dict(extra["mixture"])
         self.rng.setstate(extra["rng"])
         self.np_rng.bit_generator.state = extra["np_rng"]
         self.rollout.num_calls = int(extra["rollout_calls"])

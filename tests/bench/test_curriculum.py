@@ -68,10 +68,10 @@ def test_t_quantile_matches_table() -> None:
 
 
 def test_bench_main_writes_json(tmp_path: Path) -> None:
-    code = main(["--seeds", "2", "--steps", "20", "--worlds", "a", "--schedulers", "uniform",
+    code = main(["--seeds", "2", "--steps", "20", "--worlds", "a", "--mixtures", "uniform",
                  "target_multiplicative", "default", "--workers", "1", "--no-plots", "--out", str(tmp_path)])
     report = json.loads((tmp_path / "curriculum.json").read_text())
-    assert code == 0 and set(report["worlds"]["a"]["schedulers"]) == {"uniform", "target_multiplicative", "default"}
+    assert code == 0 and set(report["worlds"]["a"]["mixtures"]) == {"uniform", "target_multiplicative", "default"}
 
 
 @pytest.mark.slow

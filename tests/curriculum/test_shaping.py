@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from posttrain.curriculum import DomainStats, build_scheduler
+from posttrain.curriculum import DomainStats, build_mixture
 from posttrain.curriculum.shaping import allocate_counts, project_to_bounds
 
 
@@ -35,7 +35,7 @@ def test_infeasible_floors_are_a_config_error() -> None:
     from posttrain.errors import ConfigError
 
     with pytest.raises(ConfigError):
-        build_scheduler({"kind": "uniform", "shaping": {"min_weight": 0.5}}, domains=["a", "b", "c"])
+        build_mixture({"kind": "uniform", "shaping": {"min_weight": 0.5}}, domains=["a", "b", "c"])
 
 
 def _flat(pass_rate: float, n: int = 64) -> DomainStats:
@@ -47,21 +47,21 @@ def _flat(pass_rate: float, n: int = 64) -> DomainStats:
 def test_domain_without_progress_gets_capped() -> None:
     # "stuck" sits at 0.3 forever (guessable); the others climb steadily from 0.1 towards 0.6.
     domains = ["stuck", "a", "b", "c"]
-    sched = build_scheduler({"kind": "default"}, domains=domains)
+    mixture = build_mixture({"kind": "default"}, domains=domains)
     for step in range(200):
         climbing = min(0.1 + step * 0.0025, 0.6)
-        sched.update({"stuck": _flat(0.3), **{d: _flat(climbing) for d in domains[1:]}}, step=step)
+        mixture.update({"stuck": _flat(0.3), **{d: _flat(climbing) for d in domains[1:]}}, step=step)
     # Cap = 0.2 x uniform = 0.05 (the default floor is the same 0.2 x uniform).
-    assert sched.weights()["stuck"] == pytest.approx(0.05)
+    assert mixture.weights()["stuck"] == pytest.approx(0.05)
 
 
 def test_hysteresis_keeps_at_target_inside_the_band() -> None:
     # Target 0.7, band 0.1: a domain enters "at target" above 0.8 and only leaves below 0.6, so
     # dropping to 0.65 keeps it at target.
-    sched = build_scheduler({"kind": "default", "target": 0.7, "shaping": {"hysteresis": 0.1}},
+    mixture = build_mixture({"kind": "default", "target": 0.7, "shaping": {"hysteresis": 0.1}},
                             domains=["a", "b"])
     for step in range(30):
-        sched.update({"a": _flat(0.9)}, step=step)
+        mixture.update({"a": _flat(0.9)}, step=step)
     for step in range(30, 60):
-        sched.update({"a": _flat(0.65)}, step=step)
-    assert sched.tracker.at_target[0]  # type: ignore[attr-defined]
+        mixture.update({"a": _flat(0.65)}, step=step)
+    assert mixture.tracker.at_target[0]  # type: ignore[attr-defined]

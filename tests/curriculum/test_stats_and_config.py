@@ -1,4 +1,4 @@
-"""DomainStats, config parsing and build_scheduler's inputs."""
+"""DomainStats, config parsing and build_mixture's inputs."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import pytest
 
 from posttrain.config import StrictModel
 from posttrain.curriculum import (
-    DefaultSchedulerConfig,
+    DefaultMixtureConfig,
     DomainStats,
-    SchedulerConfig,
-    TargetMultiplicativeSchedulerConfig,
-    build_scheduler,
+    MixtureConfig,
+    TargetMultiplicativeMixtureConfig,
+    build_mixture,
     domain_stats_from_groups,
 )
 from posttrain.errors import ConfigError
@@ -31,68 +31,68 @@ def test_stats_reject_pass_rate_outside_unit_interval() -> None:
 
 def test_unknown_kind_is_a_config_error() -> None:
     with pytest.raises(ConfigError):
-        build_scheduler({"kind": "nope"}, domains=["a"])
+        build_mixture({"kind": "nope"}, domains=["a"])
 
 
 def test_unknown_key_is_a_config_error() -> None:
     with pytest.raises(ConfigError):
-        build_scheduler({"kind": "uniform", "colour": "red"}, domains=["a"])
+        build_mixture({"kind": "uniform", "colour": "red"}, domains=["a"])
 
 
 def test_model_config_is_accepted() -> None:
-    sched = build_scheduler(TargetMultiplicativeSchedulerConfig(target=0.5), domains=["a", "b"])
-    assert sched.weights() == {"a": 0.5, "b": 0.5}
+    mixture = build_mixture(TargetMultiplicativeMixtureConfig(target=0.5), domains=["a", "b"])
+    assert mixture.weights() == {"a": 0.5, "b": 0.5}
 
 
 def test_union_embeds_in_a_parent_config_with_default() -> None:
     class Trainer(StrictModel):
-        scheduler: SchedulerConfig = DefaultSchedulerConfig()
+        mixture: MixtureConfig = DefaultMixtureConfig()
 
-    assert Trainer().scheduler.kind == "default"
-    assert Trainer.model_validate({"scheduler": {"kind": "bandit"}}).scheduler.kind == "bandit"
+    assert Trainer().mixture.kind == "default"
+    assert Trainer.model_validate({"mixture": {"kind": "bandit"}}).mixture.kind == "bandit"
 
 
 def test_per_domain_max_weight_is_respected() -> None:
-    sched = build_scheduler({"kind": "static", "ratios": {"a": 100.0}}, domains=["a", "b", "c"],
+    mixture = build_mixture({"kind": "static", "ratios": {"a": 100.0}}, domains=["a", "b", "c"],
                             max_weights={"a": 0.2})
-    assert sched.weights()["a"] == pytest.approx(0.2)
+    assert mixture.weights()["a"] == pytest.approx(0.2)
 
 
 def test_per_domain_min_weight_is_respected() -> None:
-    sched = build_scheduler({"kind": "static", "ratios": {"a": 100.0}}, domains=["a", "b", "c"],
+    mixture = build_mixture({"kind": "static", "ratios": {"a": 100.0}}, domains=["a", "b", "c"],
                             min_weights={"c": 0.3})
-    assert sched.weights()["c"] == pytest.approx(0.3)
+    assert mixture.weights()["c"] == pytest.approx(0.3)
 
 
 def test_duplicate_domains_are_rejected() -> None:
     with pytest.raises(ConfigError):
-        build_scheduler({"kind": "uniform"}, domains=["a", "a"])
+        build_mixture({"kind": "uniform"}, domains=["a", "a"])
 
 
 def test_build_from_specs_uses_their_targets_and_bounds() -> None:
-    from posttrain.curriculum import build_scheduler_for_specs
+    from posttrain.curriculum import build_mixture_for_specs
     from posttrain.types import DomainSpec
 
     specs = [DomainSpec(id=f"m/f/d{i}", family_kind="k", source="builtin", verifier="v", max_weight=0.4,
                         target_pass_rate=0.9) for i in range(3)]
-    sched = build_scheduler_for_specs({"kind": "static", "ratios": {"m/f/d0": 50.0}}, specs)
-    assert sched.weights()["m/f/d0"] == pytest.approx(0.4)
-    assert sched.targets.tolist() == [0.9, 0.9, 0.9]  # type: ignore[attr-defined]
+    mixture = build_mixture_for_specs({"kind": "static", "ratios": {"m/f/d0": 50.0}}, specs)
+    assert mixture.weights()["m/f/d0"] == pytest.approx(0.4)
+    assert mixture.targets.tolist() == [0.9, 0.9, 0.9]  # type: ignore[attr-defined]
 
 
 def _plugin_factory(domains: list[str], targets: dict[str, float], options: dict[str, object]) -> object:
-    from posttrain.curriculum import build_scheduler as build
+    from posttrain.curriculum import build_mixture as build
 
     return build({"kind": "static", "ratios": {domains[0]: float(options["first"])}}, domains=domains)  # type: ignore[arg-type]
 
 
 def test_plugin_factory_is_loaded_by_path() -> None:
     # Plugin returns static ratios 3:1 -> [0.75, 0.25].
-    sched = build_scheduler({"kind": "plugin", "plugin": f"{__name__}:_plugin_factory", "options": {"first": 3}},
+    mixture = build_mixture({"kind": "plugin", "plugin": f"{__name__}:_plugin_factory", "options": {"first": 3}},
                             domains=["a", "b"])
-    assert sched.weights() == pytest.approx({"a": 0.75, "b": 0.25})
+    assert mixture.weights() == pytest.approx({"a": 0.75, "b": 0.25})
 
 
 def test_missing_plugin_is_a_config_error() -> None:
     with pytest.raises(ConfigError):
-        build_scheduler({"kind": "plugin", "plugin": "no.such.module:thing"}, domains=["a"])
+        build_mixture({"kind": "plugin", "plugin": "no.such.module:thing"}, domains=["a"])

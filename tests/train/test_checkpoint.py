@@ -48,7 +48,7 @@ def test_resume_reproduces_uninterrupted_losses(tmp_path: Path, lora: bool) -> N
     torch.manual_seed(0)
     first = PolicyTrainer(tiny_random(TINY), _config(lora))
     head = _run(first, 2)
-    save_checkpoint(tmp_path, first.state_dict(), extra={"scheduler": {"weights": [0.25, 0.75]}})
+    save_checkpoint(tmp_path, first.state_dict(), extra={"mixture": {"weights": [0.25, 0.75]}})
     torch.manual_seed(12345)  # a fresh process would not share the RNG state
     resumed = PolicyTrainer(tiny_random(TINY), _config(lora))
     found = latest_checkpoint(tmp_path)
@@ -58,7 +58,7 @@ def test_resume_reproduces_uninterrupted_losses(tmp_path: Path, lora: bool) -> N
     tail = _run(resumed, 2)
 
     assert checkpoint.step == 2 and resumed.step_count == 4
-    assert checkpoint.extra == {"scheduler": {"weights": [0.25, 0.75]}}
+    assert checkpoint.extra == {"mixture": {"weights": [0.25, 0.75]}}
     assert head + tail == uninterrupted
 
 

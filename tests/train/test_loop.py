@@ -42,7 +42,7 @@ def make_config(model_dir: Path, **overrides: Any) -> TrainConfig:
         "threads": 2,
         "model": {"path": str(model_dir)},
         "domains": domains.model_dump(),
-        "scheduler": {"kind": "uniform"},
+        "mixture": {"kind": "uniform"},
         "rollout": {"engine": {"kind": "native"}, "group_size": 8, "max_new_tokens": 3},
         "reward": {"workers": 0},
         "filter": {"enabled": False},

@@ -1,6 +1,6 @@
-"""The domain scheduler: `build_scheduler(config, domains=...)` and the `DomainScheduler` protocol.
+"""The domain mixture: `build_mixture(config, domains=...)` and the `DomainMixture` protocol.
 
-Every built-in kind is one `WeightedScheduler` composed of a `DomainTracker` (running estimates), a
+Every built-in kind is one `WeightedMixture` composed of a `DomainTracker` (running estimates), a
 `WeightRule` (the kind's policy) and the shared shaping (unlearnable cap, smoothing, floors/ceilings).
 Guarantees after construction and after every `update`: weights are finite, sum to 1 and respect every
 floor and ceiling; `batch_counts` sums to the batch size; `state_dict` is JSON-serialisable and
@@ -19,27 +19,27 @@ from pydantic import ValidationError
 from posttrain.config import format_validation_error
 from posttrain.curriculum import rules
 from posttrain.curriculum.configs import (
-    SCHEDULER_CONFIG_ADAPTER,
-    BanditSchedulerConfig,
-    DefaultSchedulerConfig,
-    LearnabilitySchedulerConfig,
-    LearningProgressSchedulerConfig,
-    PluginSchedulerConfig,
+    MIXTURE_CONFIG_ADAPTER,
+    BanditMixtureConfig,
+    DefaultMixtureConfig,
+    LearnabilityMixtureConfig,
+    LearningProgressMixtureConfig,
+    PluginMixtureConfig,
     ShapingConfig,
-    StaticSchedulerConfig,
-    TargetMultiplicativeSchedulerConfig,
-    UniformSchedulerConfig,
+    StaticMixtureConfig,
+    TargetMultiplicativeMixtureConfig,
+    UniformMixtureConfig,
 )
 from posttrain.curriculum.shaping import allocate_counts, effective_bounds, project_to_bounds, smooth
 from posttrain.curriculum.stats import DomainStats
 from posttrain.curriculum.tracker import DomainTracker
 from posttrain.errors import ConfigError
-from posttrain.plugins import load_plugin
+from posttrain.plugins import Builders, build_plugin
 from posttrain.types import DomainSpec
 
 
 @runtime_checkable
-class DomainScheduler(Protocol):
+class DomainMixture(Protocol):
     """Per-domain sampling weights that adapt to training statistics."""
 
     domains: tuple[str, ...]
@@ -55,7 +55,7 @@ class DomainScheduler(Protocol):
     def load_state_dict(self, state: Mapping[str, Any]) -> None: ...
 
 
-class WeightedScheduler:
+class WeightedMixture:
     """Tracker + rule + shaping; see the module docstring for the guarantees."""
 
     def __init__(
@@ -81,10 +81,6 @@ class WeightedScheduler:
 
     def weights(self) -> dict[str, float]:
         return dict(zip(self.domains, self.current.tolist(), strict=True))
-
-    def weights_array(self) -> np.ndarray:
-        """Weights in `domains` order (a copy)."""
-        return self.current.copy()
 
     def update(self, stats: Mapping[str, DomainStats], step: int) -> None:
         unknown = [name for name in stats if name not in self.index]
@@ -126,49 +122,49 @@ class WeightedScheduler:
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         if state.get("kind") != self.kind or list(state.get("domains", [])) != list(self.domains):
-            raise ValueError("scheduler state is for a different kind or domain list")
+            raise ValueError("mixture state is for a different kind or domain list")
         self.last_step = int(state["last_step"])
         self.current = np.asarray(state["weights"], dtype=float)
         self.tracker.load_state_dict(state["tracker"])
         self.rule.load_state_dict(state["rule"])
 
 
-def parse_scheduler_config(config: Mapping[str, Any] | Any) -> Any:
-    """A scheduler config model from a mapping (validated) or an existing model (returned as is)."""
+def parse_mixture_config(config: Mapping[str, Any] | Any) -> Any:
+    """A mixture config model from a mapping (validated) or an existing model (returned as is)."""
     if isinstance(config, Mapping):
         try:
-            return SCHEDULER_CONFIG_ADAPTER.validate_python(dict(config))
+            return MIXTURE_CONFIG_ADAPTER.validate_python(dict(config))
         except ValidationError as exc:
-            raise ConfigError(format_validation_error(exc, "curriculum scheduler")) from None
+            raise ConfigError(format_validation_error(exc, "curriculum mixture")) from None
     return config
 
 
-def build_scheduler(
+def build_mixture(
     config: Mapping[str, Any] | Any,
     domains: Sequence[str],
     targets: Mapping[str, float] | None = None,
     min_weights: Mapping[str, float] | None = None,
     max_weights: Mapping[str, float] | None = None,
-) -> DomainScheduler:
-    """Build the scheduler for `config` (a mapping with `kind`, or a `SchedulerConfig` model).
+) -> DomainMixture:
+    """Build the mixture for `config` (a mapping with `kind`, or a `MixtureConfig` model).
 
     `targets`, `min_weights`, `max_weights` override the config per domain id (e.g. from DomainSpecs).
     """
-    cfg = parse_scheduler_config(config)
+    cfg = parse_mixture_config(config)
     if not domains or len(set(domains)) != len(domains):
         raise ConfigError("curriculum: domains must be a non-empty list of distinct ids")
-    if isinstance(cfg, PluginSchedulerConfig):
+    if isinstance(cfg, PluginMixtureConfig):
         return _build_plugin(cfg, domains, targets)
     target_array = np.array([(targets or {}).get(d, cfg.target) for d in domains], dtype=float)
     bounds = effective_bounds(domains, cfg.shaping, min_weights, max_weights)
     tracker = DomainTracker(len(domains), target_array, cfg.signals, cfg.shaping)
-    rule = _rule_for(cfg, domains)
-    return WeightedScheduler(cfg.kind, domains, target_array, rule, tracker, cfg.shaping, bounds)
+    rule = RULES.build(cfg, domains)
+    return WeightedMixture(cfg.kind, domains, target_array, rule, tracker, cfg.shaping, bounds)
 
 
-def build_scheduler_for_specs(config: Mapping[str, Any] | Any, specs: Sequence[DomainSpec]) -> DomainScheduler:
-    """`build_scheduler` with domains, targets and weight bounds taken from the domain specs."""
-    return build_scheduler(
+def build_mixture_for_specs(config: Mapping[str, Any] | Any, specs: Sequence[DomainSpec]) -> DomainMixture:
+    """`build_mixture` with domains, targets and weight bounds taken from the domain specs."""
+    return build_mixture(
         config,
         domains=[spec.id for spec in specs],
         targets={spec.id: spec.target_pass_rate for spec in specs},
@@ -177,27 +173,22 @@ def build_scheduler_for_specs(config: Mapping[str, Any] | Any, specs: Sequence[D
     )
 
 
-def _rule_for(cfg: Any, domains: Sequence[str]) -> rules.WeightRule:
-    num = len(domains)
-    factories: dict[type, Any] = {
-        UniformSchedulerConfig: lambda: rules.UniformRule(num),
-        StaticSchedulerConfig: lambda: rules.StaticRule(domains, cfg),
-        TargetMultiplicativeSchedulerConfig: lambda: rules.TargetMultiplicativeRule(num, cfg),
-        LearnabilitySchedulerConfig: lambda: rules.LearnabilityRule(num, cfg),
-        LearningProgressSchedulerConfig: lambda: rules.LearningProgressRule(num, cfg),
-        BanditSchedulerConfig: lambda: rules.BanditRule(num, cfg),
-        DefaultSchedulerConfig: lambda: rules.DefaultRule(num, cfg),
-    }
-    factory = factories.get(type(cfg))
-    if factory is None:
-        raise ConfigError(f"curriculum: no scheduler for config type {type(cfg).__name__}")
-    rule: rules.WeightRule = factory()
-    return rule
+RULES: Builders[rules.WeightRule] = Builders("curriculum mixture rule", {
+    UniformMixtureConfig: lambda cfg, domains: rules.UniformRule(len(domains)),
+    StaticMixtureConfig: lambda cfg, domains: rules.StaticRule(domains, cfg),
+    TargetMultiplicativeMixtureConfig: lambda cfg, domains: rules.TargetMultiplicativeRule(len(domains), cfg),
+    LearnabilityMixtureConfig: lambda cfg, domains: rules.LearnabilityRule(len(domains), cfg),
+    LearningProgressMixtureConfig: lambda cfg, domains: rules.LearningProgressRule(len(domains), cfg),
+    BanditMixtureConfig: lambda cfg, domains: rules.BanditRule(len(domains), cfg),
+    DefaultMixtureConfig: lambda cfg, domains: rules.DefaultRule(len(domains), cfg),
+})
 
 
 def _build_plugin(
-    cfg: PluginSchedulerConfig, domains: Sequence[str], targets: Mapping[str, float] | None
-) -> DomainScheduler:
-    factory = load_plugin(cfg.plugin)
-    scheduler: DomainScheduler = factory(domains=list(domains), targets=dict(targets or {}), options=cfg.options)
-    return scheduler
+    cfg: PluginMixtureConfig, domains: Sequence[str], targets: Mapping[str, float] | None
+) -> DomainMixture:
+    mixture: DomainMixture = build_plugin(
+        cfg.plugin, DomainMixture, "DomainMixture",
+        domains=list(domains), targets=dict(targets or {}), options=cfg.options,
+    )
+    return mixture
