@@ -2,8 +2,9 @@
 
 Every extension point (domain families, verifiers, domain mixtures, rollout engines) is a tagged union of
 frozen configs; a `Builders` table maps each config type to the callable that builds it, and the
-`plugin` member of each union goes through `build_plugin("package.module:attr", protocol, ...)`, which
-imports the factory, calls it and checks the result against the extension point's Protocol. Every
+`plugin` member of each union (a `PluginConfig`) goes through `build_plugin("package.module:attr",
+protocol, ...)`, which imports the factory, calls it and checks the result against the extension
+point's Protocol. Every
 failure is a `ConfigError` naming the config type or the plugin. Not here: the unions themselves (they
 live beside their implementations).
 """
@@ -12,11 +13,25 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
+from pydantic import Field
+
+from posttrain.config import StrictModel
 from posttrain.errors import ConfigError
 
 T = TypeVar("T")
+
+
+class PluginConfig(StrictModel):
+    """The `plugin` member every extension point's union has: a factory named by import path."""
+
+    kind: Literal["plugin"] = "plugin"
+    """An out-of-tree implementation."""
+    plugin: str
+    """`package.module:attr` (dotted attributes allowed): the factory."""
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Keyword arguments for the factory."""
 
 
 class Builders(Generic[T]):
@@ -54,3 +69,12 @@ def build_plugin(spec: str, protocol: type[Any], what: str, **kwargs: Any) -> An
     if not isinstance(built, protocol):
         raise ConfigError(f"plugin {spec!r}: returned {type(built).__name__}, not a {what}")
     return built
+
+
+def plugin_builder(protocol: type[Any], what: str) -> Callable[[PluginConfig], Any]:
+    """The builder of a `PluginConfig`: `build_plugin(config.plugin, protocol, what, **config.params)`."""
+
+    def build(config: PluginConfig) -> Any:
+        return build_plugin(config.plugin, protocol, what, **config.params)
+
+    return build

@@ -23,7 +23,7 @@ ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "types": set(),
     "config": {"errors"},
-    "plugins": {"errors"},
+    "plugins": {"errors", "config"},
     "verify": BASE,
     "sandbox": BASE,
     "algo": BASE,

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, TypeAdapter
 
 from posttrain.config import StrictModel
+from posttrain.plugins import PluginConfig
 
 
 class SignalConfig(StrictModel):
@@ -157,14 +158,9 @@ class DefaultMixtureConfig(_Base):
     """Defaults: floor 0.2/N, ceiling 10/N, light smoothing, small hysteresis, unlearnable cap on."""
 
 
-class PluginMixtureConfig(_Base):
-    """An out-of-tree mixture: `plugin` names a factory `f(domains, targets, options) -> mixture`."""
-
-    kind: Literal["plugin"] = "plugin"
-    plugin: str
-    """`package.module:attr` of the factory."""
-    options: dict[str, Any] = Field(default_factory=dict)
-    """Passed to the factory as is."""
+class PluginMixtureConfig(PluginConfig, _Base):
+    """An out-of-tree mixture: `plugin` names a factory `f(domains, targets, options) -> mixture`,
+    called with `options=params`."""
 
 
 MixtureConfig = Annotated[

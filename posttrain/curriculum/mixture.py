@@ -117,7 +117,7 @@ class WeightedMixture:
             "last_step": self.last_step,
             "weights": self.current.tolist(),
             "tracker": self.tracker.state_dict(),
-            "rule": self.rule.state_dict(),
+            "rule": rules.rule_state(self.rule),
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -126,7 +126,7 @@ class WeightedMixture:
         self.last_step = int(state["last_step"])
         self.current = np.asarray(state["weights"], dtype=float)
         self.tracker.load_state_dict(state["tracker"])
-        self.rule.load_state_dict(state["rule"])
+        rules.load_rule_state(self.rule, state["rule"])
 
 
 def parse_mixture_config(config: Mapping[str, Any] | Any) -> Any:
@@ -177,8 +177,8 @@ RULES: Builders[rules.WeightRule] = Builders("curriculum mixture rule", {
     UniformMixtureConfig: lambda cfg, domains: rules.UniformRule(len(domains)),
     StaticMixtureConfig: lambda cfg, domains: rules.StaticRule(domains, cfg),
     TargetMultiplicativeMixtureConfig: lambda cfg, domains: rules.TargetMultiplicativeRule(len(domains), cfg),
-    LearnabilityMixtureConfig: lambda cfg, domains: rules.LearnabilityRule(len(domains), cfg),
-    LearningProgressMixtureConfig: lambda cfg, domains: rules.LearningProgressRule(len(domains), cfg),
+    LearnabilityMixtureConfig: lambda cfg, domains: rules.learnability_rule(len(domains), cfg),
+    LearningProgressMixtureConfig: lambda cfg, domains: rules.learning_progress_rule(len(domains), cfg),
     BanditMixtureConfig: lambda cfg, domains: rules.BanditRule(len(domains), cfg),
     DefaultMixtureConfig: lambda cfg, domains: rules.DefaultRule(len(domains), cfg),
 })
@@ -189,6 +189,6 @@ def _build_plugin(
 ) -> DomainMixture:
     mixture: DomainMixture = build_plugin(
         cfg.plugin, DomainMixture, "DomainMixture",
-        domains=list(domains), targets=dict(targets or {}), options=cfg.options,
+        domains=list(domains), targets=dict(targets or {}), options=cfg.params,
     )
     return mixture

@@ -16,8 +16,8 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -39,9 +39,22 @@ class WeightRule(Protocol):
 
     def raw_weights(self, tracker: DomainTracker, current: np.ndarray, seen: np.ndarray) -> np.ndarray: ...
 
-    def state_dict(self) -> dict[str, Any]: ...
+    @property
+    def state_fields(self) -> tuple[str, ...]:
+        """Names of the float-array attributes that change as it learns (saved and restored by
+        `rule_state` / `load_rule_state`; NaN is stored as None)."""
+        ...
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None: ...
+
+def rule_state(rule: WeightRule) -> dict[str, list[float | None]]:
+    """The rule's learned arrays, JSON-safe."""
+    return {name: [None if np.isnan(v) else v for v in getattr(rule, name).tolist()] for name in rule.state_fields}
+
+
+def load_rule_state(rule: WeightRule, state: Mapping[str, Any]) -> None:
+    """Restore what `rule_state` saved."""
+    for name in rule.state_fields:
+        setattr(rule, name, np.array([np.nan if v is None else v for v in state[name]], dtype=float))
 
 
 def _mix_uniform(scores: np.ndarray, exploration: float) -> np.ndarray:
@@ -51,6 +64,8 @@ def _mix_uniform(scores: np.ndarray, exploration: float) -> np.ndarray:
 
 
 class UniformRule:
+    state_fields: ClassVar[tuple[str, ...]] = ()
+
     def __init__(self, num_domains: int):
         self.num_domains = num_domains
 
@@ -60,14 +75,10 @@ class UniformRule:
     def raw_weights(self, tracker: DomainTracker, current: np.ndarray, seen: np.ndarray) -> np.ndarray:
         return np.ones(self.num_domains)
 
-    def state_dict(self) -> dict[str, Any]:
-        return {}
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        return None
-
 
 class StaticRule:
+    state_fields: ClassVar[tuple[str, ...]] = ()
+
     def __init__(self, domains: Sequence[str], config: StaticMixtureConfig):
         self.ratios = np.array([config.ratios.get(d, config.default_ratio) for d in domains], dtype=float)
 
@@ -77,15 +88,11 @@ class StaticRule:
     def raw_weights(self, tracker: DomainTracker, current: np.ndarray, seen: np.ndarray) -> np.ndarray:
         return self.ratios.copy()
 
-    def state_dict(self) -> dict[str, Any]:
-        return {}
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        return None
-
 
 class TargetMultiplicativeRule:
     """w *= up if last pass < target else down; the mixture normalises (and, if asked, shapes)."""
+
+    state_fields: ClassVar[tuple[str, ...]] = ("below",)
 
     def __init__(self, num_domains: int, config: TargetMultiplicativeMixtureConfig):
         self.config = config
@@ -106,53 +113,33 @@ class TargetMultiplicativeRule:
                           np.where(self.below == 1.0, self.config.up_factor, self.config.down_factor))
         return current * factor
 
-    def state_dict(self) -> dict[str, Any]:
-        return {"below": [None if np.isnan(v) else v for v in self.below.tolist()]}
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.below = np.array([np.nan if v is None else v for v in state["below"]], dtype=float)
+class SignalRule:
+    """Weights proportional to a per-domain signal of the tracker, mixed with uniform exploration: the
+    learnability rule's mean |advantage| or p(1-p), the learning-progress rule's |fast - slow| pass rate."""
 
+    state_fields: ClassVar[tuple[str, ...]] = ()
 
-class LearnabilityRule:
-    def __init__(self, num_domains: int, config: LearnabilityMixtureConfig):
-        self.config = config
+    def __init__(self, num_domains: int, signal: Callable[[DomainTracker], np.ndarray], exploration: float):
         self.num_domains = num_domains
+        self.signal = signal
+        self.exploration = exploration
 
     def initial_weights(self) -> np.ndarray:
         return np.ones(self.num_domains)
 
     def raw_weights(self, tracker: DomainTracker, current: np.ndarray, seen: np.ndarray) -> np.ndarray:
-        if self.config.signal == "abs_advantage":
-            signal = tracker.abs_advantage
-        else:
-            p = tracker.pass_fast
-            signal = p * (1.0 - p)
-        return _mix_uniform(signal, self.config.exploration)
-
-    def state_dict(self) -> dict[str, Any]:
-        return {}
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        return None
+        return _mix_uniform(self.signal(tracker), self.exploration)
 
 
-class LearningProgressRule:
-    def __init__(self, num_domains: int, config: LearningProgressMixtureConfig):
-        self.config = config
-        self.num_domains = num_domains
+def learnability_rule(num_domains: int, config: LearnabilityMixtureConfig) -> SignalRule:
+    if config.signal == "abs_advantage":
+        return SignalRule(num_domains, lambda tracker: tracker.abs_advantage, config.exploration)
+    return SignalRule(num_domains, lambda tracker: tracker.pass_fast * (1.0 - tracker.pass_fast), config.exploration)
 
-    def initial_weights(self) -> np.ndarray:
-        return np.ones(self.num_domains)
 
-    def raw_weights(self, tracker: DomainTracker, current: np.ndarray, seen: np.ndarray) -> np.ndarray:
-        progress = np.abs(tracker.pass_fast - tracker.pass_slow)
-        return _mix_uniform(progress, self.config.exploration)
-
-    def state_dict(self) -> dict[str, Any]:
-        return {}
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        return None
+def learning_progress_rule(num_domains: int, config: LearningProgressMixtureConfig) -> SignalRule:
+    return SignalRule(num_domains, lambda tracker: np.abs(tracker.pass_fast - tracker.pass_slow), config.exploration)
 
 
 class BanditRule:
@@ -161,6 +148,8 @@ class BanditRule:
     Each update, a sampled domain earns reward clip(scale * |fast - slow|, 0, 1), importance-weighted by
     the chance it was sampled; cumulative estimates are discounted so old progress stops counting.
     """
+
+    state_fields: ClassVar[tuple[str, ...]] = ("gains",)
 
     def __init__(self, num_domains: int, config: BanditMixtureConfig):
         self.config = config
@@ -180,15 +169,11 @@ class BanditRule:
         logits = cfg.learning_rate * (self.gains - self.gains.max())
         return _mix_uniform(np.exp(logits), cfg.exploration)
 
-    def state_dict(self) -> dict[str, Any]:
-        return {"gains": self.gains.tolist()}
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.gains = np.asarray(state["gains"], dtype=float)
-
 
 class DefaultRule:
     """need(gap to target) x learnability x progress multiplier + staleness bonus."""
+
+    state_fields: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, num_domains: int, config: DefaultMixtureConfig):
         self.config = config
@@ -210,9 +195,3 @@ class DefaultRule:
         typical_n = max(float(np.mean(tracker.fast_n)), 1.0)
         stale = 1.0 / (1.0 + tracker.fast_n / typical_n)
         return score + cfg.staleness_bonus * stale * float(np.mean(score))
-
-    def state_dict(self) -> dict[str, Any]:
-        return {}
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        return None

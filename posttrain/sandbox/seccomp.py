@@ -58,23 +58,22 @@ class ArchTable:
 _COMMON_NEW = {"pidfd_getfd": 438, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
                "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432,
                "fspick": 433, "clone3": 435, "mount_setattr": 442}
-X86_64 = ArchTable(0xC000003E, {
-    "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "mount": 165, "umount2": 166,
-    "pivot_root": 155, "bpf": 321, "keyctl": 250, "add_key": 248, "request_key": 249, "perf_event_open": 298,
-    "kexec_load": 246, "kexec_file_load": 320, "init_module": 175, "finit_module": 313, "delete_module": 176,
-    "unshare": 272, "setns": 308, "swapon": 167, "swapoff": 168, "reboot": 169, "open_by_handle_at": 304,
-    "name_to_handle_at": 303, "userfaultfd": 323, "acct": 163, "settimeofday": 164, "clock_settime": 227,
-    "adjtimex": 159, "clock_adjtime": 305, "syslog": 103, "quotactl": 179, "vhangup": 153,
-    "ioctl": 16, "clone": 56, "socket": 41, **_COMMON_NEW}, x32_bit=0x40000000)
-AARCH64 = ArchTable(0xC00000B7, {
-    "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "mount": 40, "umount2": 39,
-    "pivot_root": 41, "bpf": 280, "keyctl": 219, "add_key": 217, "request_key": 218, "perf_event_open": 241,
-    "kexec_load": 104, "kexec_file_load": 294, "init_module": 105, "finit_module": 273, "delete_module": 106,
-    "unshare": 97, "setns": 268, "swapon": 224, "swapoff": 225, "reboot": 142, "open_by_handle_at": 265,
-    "name_to_handle_at": 264, "userfaultfd": 282, "acct": 89, "settimeofday": 170, "clock_settime": 112,
-    "adjtimex": 171, "clock_adjtime": 266, "syslog": 116, "quotactl": 60, "vhangup": 58,
-    "ioctl": 29, "clone": 220, "socket": 198, **_COMMON_NEW})
+"""Syscalls added since Linux 5.1, numbered alike on every architecture."""
+_NUMBERS = {  # name: (x86_64, aarch64)
+    "ptrace": (101, 117), "process_vm_readv": (310, 270), "process_vm_writev": (311, 271),
+    "mount": (165, 40), "umount2": (166, 39), "pivot_root": (155, 41), "bpf": (321, 280),
+    "keyctl": (250, 219), "add_key": (248, 217), "request_key": (249, 218), "perf_event_open": (298, 241),
+    "kexec_load": (246, 104), "kexec_file_load": (320, 294), "init_module": (175, 105),
+    "finit_module": (313, 273), "delete_module": (176, 106), "unshare": (272, 97), "setns": (308, 268),
+    "swapon": (167, 224), "swapoff": (168, 225), "reboot": (169, 142), "open_by_handle_at": (304, 265),
+    "name_to_handle_at": (303, 264), "userfaultfd": (323, 282), "acct": (163, 89),
+    "settimeofday": (164, 170), "clock_settime": (227, 112), "adjtimex": (159, 171),
+    "clock_adjtime": (305, 266), "syslog": (103, 116), "quotactl": (179, 60), "vhangup": (153, 58),
+    "ioctl": (16, 29), "clone": (56, 220), "socket": (41, 198),
+}
 # fmt: on
+X86_64 = ArchTable(0xC000003E, {name: nr[0] for name, nr in _NUMBERS.items()} | _COMMON_NEW, x32_bit=0x40000000)
+AARCH64 = ArchTable(0xC00000B7, {name: nr[1] for name, nr in _NUMBERS.items()} | _COMMON_NEW)
 ARCHES: dict[str, ArchTable] = {"x86_64": X86_64, "amd64": X86_64, "aarch64": AARCH64, "arm64": AARCH64}
 
 

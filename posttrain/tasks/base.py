@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
-from posttrain.types import DomainSpec, Task
+from posttrain.types import LEVEL_DIFFICULTY, DomainSpec, Task
 from posttrain.verify.configs import VerifierConfig
 
 
@@ -43,3 +43,21 @@ def task_rng(seed: int, domain_id: str, index: int) -> random.Random:
 def task_id(domain_id: str, index: int) -> str:
     """The id of a generated task: `<domain id>#<index>`."""
     return f"{domain_id}#{index}"
+
+
+def op_level_domains(
+    prefix: str, kind: str, noun: str, ops: Sequence[str], levels: Sequence[str], verifier: Callable[[str], str]
+) -> list[DomainSpec]:
+    """One built-in domain `<prefix>/<op>@<level>` per operation and level, e.g. `math/arithmetic/add@easy`."""
+    return [
+        DomainSpec(
+            id=f"{prefix}/{op}@{level}",
+            family_kind=kind,
+            source="builtin",
+            verifier=verifier(op),
+            difficulty=LEVEL_DIFFICULTY[level],
+            description=f"{noun} {op}, {level}",
+        )
+        for op in ops
+        for level in levels
+    ]

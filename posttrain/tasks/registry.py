@@ -1,6 +1,6 @@
 """The domain registry: family configs in, domains (spec + generator + verifier config) out.
 
-The discriminated union `FamilyConfig` *is* the list of family kinds; `build_family` is the one
+The discriminated union `FamilyConfig` *is* the list of family kinds; `FAMILIES` is the one
 explicit mapping from config type to implementation; out-of-tree families enter through
 `kind: plugin`. A domains file is YAML validated by `DomainsConfig`; with no `domains` key it holds
 every built-in family at every level. Guarantees: domain ids are unique (a clash is a ConfigError),
@@ -14,13 +14,13 @@ import fnmatch
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated
 
 from pydantic import Field
 
 from posttrain.config import StrictModel, load_config
 from posttrain.errors import ConfigError
-from posttrain.plugins import Builders, build_plugin
+from posttrain.plugins import Builders, PluginConfig, plugin_builder
 from posttrain.tasks.base import DomainFamily
 from posttrain.tasks.families.arithmetic import ArithmeticConfig, ArithmeticFamily
 from posttrain.tasks.families.jsonl import JsonlConfig, JsonlFamily
@@ -31,13 +31,8 @@ from posttrain.types import DomainSpec
 from posttrain.verify.configs import VerifierConfig
 
 
-class PluginFamilyConfig(StrictModel):
-    kind: Literal["plugin"] = "plugin"
-    """An out-of-tree family."""
-    plugin: str
-    """`package.module:attr`: a callable taking `params` as keyword arguments, returning a DomainFamily."""
-    params: dict[str, Any] = Field(default_factory=dict)
-    """Keyword arguments for the factory."""
+class PluginFamilyConfig(PluginConfig):
+    """An out-of-tree family: `plugin` names a callable taking `params`, returning a DomainFamily."""
 
 
 FamilyConfig = Annotated[
@@ -51,24 +46,11 @@ FamilyConfig = Annotated[
 ]
 
 
-def _plugin_family(config: PluginFamilyConfig) -> DomainFamily:
-    family: DomainFamily = build_plugin(config.plugin, DomainFamily, "DomainFamily", **config.params)
-    return family
-
-
-BUILDERS: Builders[DomainFamily] = Builders("domain family", {
-    ArithmeticConfig: ArithmeticFamily,
-    StringsConfig: StringsFamily,
-    ListsConfig: ListsFamily,
-    JsonlConfig: JsonlFamily,
-    ReasoningGymFamilyConfig: ReasoningGymFamily,
-    PluginFamilyConfig: _plugin_family,
+FAMILIES: Builders[DomainFamily] = Builders("domain family", {
+    ArithmeticConfig: ArithmeticFamily, StringsConfig: StringsFamily, ListsConfig: ListsFamily,
+    JsonlConfig: JsonlFamily, ReasoningGymFamilyConfig: ReasoningGymFamily,
+    PluginFamilyConfig: plugin_builder(DomainFamily, "DomainFamily"),
 })
-
-
-def build_family(config: Any) -> DomainFamily:
-    """Instantiate the family a config describes."""
-    return BUILDERS.build(config)
 
 
 class DomainEntry(StrictModel):
@@ -135,7 +117,7 @@ class DomainRegistry:
         return cls(config.domains)
 
     def _add_entry(self, entry: DomainEntry) -> None:
-        family = build_family(entry.family)
+        family = FAMILIES.build(entry.family)
         self.problems.extend(getattr(family, "problems", []))
         updates = {
             key: getattr(entry, key)

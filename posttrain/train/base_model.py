@@ -83,17 +83,9 @@ def new_model(config: TinyBaseConfig, tokenizer: Any) -> Any:
     from posttrain.train.models import TinyModelConfig, tiny_random
 
     assert (tokenizer.pad_token_id, tokenizer.eos_token_id) == (0, 1), "tiny_random's special ids"
-    shape = TinyModelConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=config.hidden_size,
-        num_layers=config.num_layers,
-        num_heads=config.num_heads,
-        num_kv_heads=config.num_kv_heads,
-        intermediate_size=config.intermediate_size,
-        max_positions=512,
-        seed=config.seed,
-    )
-    return tiny_random(shape)
+    shape = config.model_dump(include={"hidden_size", "num_layers", "num_heads", "num_kv_heads",
+                                       "intermediate_size", "seed"})
+    return tiny_random(TinyModelConfig(vocab_size=len(tokenizer), max_positions=512, **shape))
 
 
 def sft_batch(renderer: PromptRenderer, tasks: Sequence[Task]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -118,14 +118,8 @@ class Run:
             for d, gs in by_domain.items()
         }
 
-    def log_step(
-        self,
-        step: int,
-        metrics: dict[str, float],
-        stats: dict[str, DomainStats],
-        weights: dict[str, float],
-        report: dict[str, float],
-    ) -> None:
+    def log_step(self, step: int, metrics: dict[str, float], stats: dict[str, DomainStats],
+                 weights: dict[str, float], report: dict[str, float]) -> None:
         self.outputs.log_step(step, metrics, stats, weights, report, self.reward.num_infra_failures)
 
     def maybe_eval_and_checkpoint(self, step: int) -> None:

@@ -8,10 +8,13 @@ worker is an infra failure. Verifiers that need a sandbox or a main thread (math
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from posttrain.types import Score, Task
+
+V = TypeVar("V")
 
 
 @runtime_checkable
@@ -40,13 +43,18 @@ class GoldError(ValueError):
     """A task's gold data is missing or unusable: the task's fault, so graded as an infra failure."""
 
 
-def guarded(grade: Callable[[Task, str], Score], task: Task, response: str) -> Score:
-    """Run a verifier's grading function so that it never raises: bad gold data or a bug is infra."""
-    try:
-        return grade(task, response)
-    except GoldError as exc:
-        return Score.infra(f"task {task.id}: {exc}")
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except BaseException as exc:  # some libraries' timeouts derive from BaseException
-        return Score.infra(f"verifier bug on task {task.id}: {type(exc).__name__}: {exc}"[:500])
+def guarded(grade: Callable[[V, Task, str], Score]) -> Callable[[V, Task, str], Score]:
+    """Decorate a verifier's `score` so that it never raises: bad gold data or a bug is infra."""
+
+    @functools.wraps(grade)
+    def score(self: V, task: Task, response: str) -> Score:
+        try:
+            return grade(self, task, response)
+        except GoldError as exc:
+            return Score.infra(f"task {task.id}: {exc}")
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # some libraries' timeouts derive from BaseException
+            return Score.infra(f"verifier bug on task {task.id}: {type(exc).__name__}: {exc}"[:500])
+
+    return score

@@ -8,7 +8,7 @@ it cannot be imported or does not produce a verifier; scoring never raises.
 
 from __future__ import annotations
 
-from posttrain.plugins import Builders, build_plugin
+from posttrain.plugins import Builders, plugin_builder
 from posttrain.verify.base import Verifier
 from posttrain.verify.configs import (
     ExactConfig,
@@ -23,19 +23,10 @@ from posttrain.verify.gym import ReasoningGymVerifier
 from posttrain.verify.math_equiv import MathVerifier
 from posttrain.verify.text import ExactVerifier, NormalizedVerifier, NumericVerifier
 
-
-def _plugin_verifier(config: PluginVerifierConfig) -> Verifier:
-    verifier: Verifier = build_plugin(config.plugin, Verifier, "Verifier", **config.params)
-    return verifier
-
-
 BUILDERS: Builders[Verifier] = Builders("verifier", {
-    ExactConfig: ExactVerifier,
-    NormalizedConfig: NormalizedVerifier,
-    NumericConfig: NumericVerifier,
-    MathConfig: MathVerifier,
-    ReasoningGymConfig: ReasoningGymVerifier,
-    PluginVerifierConfig: _plugin_verifier,
+    ExactConfig: ExactVerifier, NormalizedConfig: NormalizedVerifier, NumericConfig: NumericVerifier,
+    MathConfig: MathVerifier, ReasoningGymConfig: ReasoningGymVerifier,
+    PluginVerifierConfig: plugin_builder(Verifier, "Verifier"),
 })
 
 

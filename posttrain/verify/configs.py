@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from posttrain.config import StrictModel
+from posttrain.plugins import PluginConfig
 
 ExtractMode = Literal[
     "none", "auto", "boxed", "answer_tag", "hashes", "last_number", "final_line", "answer_block"
@@ -85,13 +86,9 @@ class ReasoningGymConfig(_VerifierConfig):
     small formatting credit, 0.01-0.05, to any non-empty answer, which would otherwise reward garbage)."""
 
 
-class PluginVerifierConfig(_VerifierConfig):
-    kind: Literal["plugin"] = "plugin"
-    """An out-of-tree verifier."""
-    plugin: str
-    """`package.module:attr`, a callable taking `params` and returning a Verifier."""
-    params: dict[str, Any] = Field(default_factory=dict)
-    """Keyword arguments for the plugin factory."""
+class PluginVerifierConfig(PluginConfig, _VerifierConfig):
+    """An out-of-tree verifier: `plugin` names a callable taking `params` and returning a Verifier."""
+
     main_thread: bool = False
     """The plugin only works in a process's main thread (e.g. it uses `signal.alarm`)."""
 

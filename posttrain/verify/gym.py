@@ -154,10 +154,8 @@ class ReasoningGymVerifier:
 
     config: ReasoningGymConfig
 
+    @guarded
     def score(self, task: Task, response: str) -> Score:
-        return guarded(self._grade, task, response)
-
-    def _grade(self, task: Task, response: str) -> Score:
         entry = task.gold
         if not isinstance(entry, dict) or "question" not in entry:
             raise GoldError("gold must be a reasoning-gym entry (a dict with question/answer/metadata)")

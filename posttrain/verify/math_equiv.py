@@ -37,12 +37,10 @@ class MathVerifier:
 
     config: MathConfig
 
+    @guarded
     def score(self, task: Task, response: str) -> Score:
         if threading.current_thread() is not threading.main_thread():
             return Score.infra("math-verify needs the main thread; grade through a Grader")
-        return guarded(self._grade, task, response)
-
-    def _grade(self, task: Task, response: str) -> Score:
         from math_verify import parse, verify
 
         budget_s = max(1, math.ceil(self.config.timeout_s))

@@ -13,12 +13,13 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
 from posttrain.types import Score, Task
 from posttrain.verify.base import GoldError, guarded
-from posttrain.verify.configs import ExactConfig, NormalizedConfig, NumericConfig
+from posttrain.verify.configs import ExactConfig, ExtractMode, NormalizedConfig, NumericConfig
 from posttrain.verify.extract import clean_text, extract_answer, last_number
 
 MAX_NUMBER_CHARS = 200
@@ -84,23 +85,26 @@ def _missing(mode: str) -> Score:
     return Score.wrong(message=f"no answer found (extract={mode})")
 
 
+def _match(task: Task, response: str, mode: ExtractMode, key: Callable[[str], str]) -> Score:
+    """Passes when `key` of the extracted answer equals `key` of a reference."""
+    refs = {key(ref) for ref in gold_references(task)}
+    answer = extract_answer(response, mode)
+    if answer is None:
+        return _missing(mode)
+    if key(answer) in refs:
+        return Score.correct(extracted=answer)
+    return Score.wrong(message="answer differs from the reference", extracted=answer[:200])
+
+
 @dataclass(frozen=True)
 class ExactVerifier:
     """Passes when the extracted answer equals a reference after stripping whitespace."""
 
     config: ExactConfig
 
+    @guarded
     def score(self, task: Task, response: str) -> Score:
-        return guarded(self._grade, task, response)
-
-    def _grade(self, task: Task, response: str) -> Score:
-        refs = [ref.strip() for ref in gold_references(task)]
-        answer = extract_answer(response, self.config.extract)
-        if answer is None:
-            return _missing(self.config.extract)
-        if answer.strip() in refs:
-            return Score.correct(extracted=answer)
-        return Score.wrong(message="answer differs from the reference", extracted=answer[:200])
+        return _match(task, response, self.config.extract, str.strip)
 
 
 @dataclass(frozen=True)
@@ -109,18 +113,10 @@ class NormalizedVerifier:
 
     config: NormalizedConfig
 
+    @guarded
     def score(self, task: Task, response: str) -> Score:
-        return guarded(self._grade, task, response)
-
-    def _grade(self, task: Task, response: str) -> Score:
         sensitive = self.config.case_sensitive
-        refs = {normalize(ref, sensitive) for ref in gold_references(task)}
-        answer = extract_answer(response, self.config.extract)
-        if answer is None:
-            return _missing(self.config.extract)
-        if normalize(answer, sensitive) in refs:
-            return Score.correct(extracted=answer)
-        return Score.wrong(message="answer differs from the reference", extracted=answer[:200])
+        return _match(task, response, self.config.extract, lambda text: normalize(text, sensitive))
 
 
 @dataclass(frozen=True)
@@ -132,10 +128,8 @@ class NumericVerifier:
 
     config: NumericConfig
 
+    @guarded
     def score(self, task: Task, response: str) -> Score:
-        return guarded(self._grade, task, response)
-
-    def _grade(self, task: Task, response: str) -> Score:
         refs = [parse_number(ref) for ref in gold_references(task)]
         if any(ref is None for ref in refs):
             raise GoldError(f"gold {task.gold!r} is not a number")

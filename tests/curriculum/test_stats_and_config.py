@@ -88,7 +88,7 @@ def _plugin_factory(domains: list[str], targets: dict[str, float], options: dict
 
 def test_plugin_factory_is_loaded_by_path() -> None:
     # Plugin returns static ratios 3:1 -> [0.75, 0.25].
-    mixture = build_mixture({"kind": "plugin", "plugin": f"{__name__}:_plugin_factory", "options": {"first": 3}},
+    mixture = build_mixture({"kind": "plugin", "plugin": f"{__name__}:_plugin_factory", "params": {"first": 3}},
                             domains=["a", "b"])
     assert mixture.weights() == pytest.approx({"a": 0.75, "b": 0.25})
 

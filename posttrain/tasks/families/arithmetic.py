@@ -14,8 +14,8 @@ from typing import Literal, get_args
 from pydantic import Field
 
 from posttrain.config import StrictModel
-from posttrain.tasks.base import task_id, task_rng
-from posttrain.types import LEVEL_DIFFICULTY, DomainSpec, Level, Task
+from posttrain.tasks.base import op_level_domains, task_id, task_rng
+from posttrain.types import DomainSpec, Level, Task
 from posttrain.verify.configs import NumericConfig, VerifierConfig
 
 ArithmeticOp = Literal["add", "sub", "mul", "multistep"]
@@ -29,6 +29,10 @@ _LEVEL_SHAPE: dict[str, tuple[int, int, int]] = {
     "hard": (4, 3, 5),
 }
 _SYMBOL = {"add": "+", "sub": "-", "mul": "*"}
+
+
+def _verifier_of(op: str) -> str:
+    return "numeric"
 
 
 class ArithmeticConfig(StrictModel):
@@ -47,18 +51,8 @@ class ArithmeticFamily:
         self.config = config
 
     def domains(self) -> Sequence[DomainSpec]:
-        return [
-            DomainSpec(
-                id=f"math/arithmetic/{op}@{level}",
-                family_kind="arithmetic",
-                source="builtin",
-                verifier="numeric",
-                difficulty=LEVEL_DIFFICULTY[level],
-                description=f"integer {op}, {level}",
-            )
-            for op in self.config.ops
-            for level in self.config.levels
-        ]
+        ops, levels = self.config.ops, self.config.levels
+        return op_level_domains("math/arithmetic", "arithmetic", "integer", ops, levels, _verifier_of)
 
     def task(self, domain: DomainSpec, index: int, seed: int) -> Task:
         rng = task_rng(seed, domain.id, index)

@@ -13,8 +13,8 @@ from typing import Literal, get_args
 from pydantic import Field
 
 from posttrain.config import StrictModel
-from posttrain.tasks.base import task_id, task_rng
-from posttrain.types import LEVEL_DIFFICULTY, DomainSpec, Level, Task
+from posttrain.tasks.base import op_level_domains, task_id, task_rng
+from posttrain.types import DomainSpec, Level, Task
 from posttrain.verify.configs import NormalizedConfig, NumericConfig, VerifierConfig
 
 ListOp = Literal["max", "sort", "dedupe", "sum"]
@@ -29,6 +29,10 @@ _PROMPT = {
     "dedupe": "Remove duplicates, keep order: {}",
     "sum": "Sum of: {}",
 }
+
+
+def _verifier_of(op: str) -> str:
+    return "numeric" if op in ("max", "sum") else "normalized"
 
 
 class ListsConfig(StrictModel):
@@ -47,18 +51,8 @@ class ListsFamily:
         self.config = config
 
     def domains(self) -> Sequence[DomainSpec]:
-        return [
-            DomainSpec(
-                id=f"data/lists/{op}@{level}",
-                family_kind="lists",
-                source="builtin",
-                verifier="numeric" if op in ("max", "sum") else "normalized",
-                difficulty=LEVEL_DIFFICULTY[level],
-                description=f"list {op}, {level}",
-            )
-            for op in self.config.ops
-            for level in self.config.levels
-        ]
+        ops, levels = self.config.ops, self.config.levels
+        return op_level_domains("data/lists", "lists", "list", ops, levels, _verifier_of)
 
     def task(self, domain: DomainSpec, index: int, seed: int) -> Task:
         rng = task_rng(seed, domain.id, index)

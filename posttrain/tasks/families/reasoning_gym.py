@@ -86,25 +86,14 @@ LEVEL_FRACTION: dict[str, float] = {"easy": 0.0, "medium": 0.5, "hard": 1.0}
 
 LEVEL_CAP: dict[str, dict[str, int]] = {
     # top curriculum levels generate in seconds per item or loop for minutes
-    "bf": {"*": 1},
-    "futoshiki": {"*": 2},
-    "game_of_life": {"*": 2},
-    "jugs": {"*": 1},
-    "n_queens": {"*": 3},
-    "puzzle24": {"*": 2},
-    "sokoban": {"*": 7},
-    "zebra_puzzles": {"*": 3},
+    "bf": {"*": 1}, "futoshiki": {"*": 2}, "game_of_life": {"*": 2}, "jugs": {"*": 1}, "n_queens": {"*": 3},
+    "puzzle24": {"*": 2}, "sokoban": {"*": 7}, "zebra_puzzles": {"*": 3},
     # top levels hang on some items (arc_1d: 1 in 80 at size 100; number_sequence: ~1 in 10)
-    "arc_1d": {"*": 2},
-    "number_sequence": {"terms": 0, "*": 1},
+    "arc_1d": {"*": 2}, "number_sequence": {"terms": 0, "*": 1},
     # top levels produce answers of ~20k characters (a 100x100 matrix), past the verifier's tail
-    "binary_matrix": {"*": 2},
-    "rotate_matrix": {"*": 2},
-    "spiral_matrix": {"*": 2},
+    "binary_matrix": {"*": 2}, "rotate_matrix": {"*": 2}, "spiral_matrix": {"*": 2},
     # higher levels fail to generate ("Failed to generate valid expression", empty ranges, asserts)
-    "countdown": {"*": 0},
-    "letter_jumble": {"*": 1},
-    "spell_backward": {"*": 2},
+    "countdown": {"*": 0}, "letter_jumble": {"*": 1}, "spell_backward": {"*": 2},
     "caesar_cipher": {"rotation": 1},
     # metadata holds a valid solution only for the 3x3 cube
     "rubiks_cube": {"cube_size": 0},

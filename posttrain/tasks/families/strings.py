@@ -14,8 +14,8 @@ from typing import Literal, get_args
 from pydantic import Field
 
 from posttrain.config import StrictModel
-from posttrain.tasks.base import task_id, task_rng
-from posttrain.types import LEVEL_DIFFICULTY, DomainSpec, Level, Task
+from posttrain.tasks.base import op_level_domains, task_id, task_rng
+from posttrain.types import DomainSpec, Level, Task
 from posttrain.verify.configs import ExactConfig, NumericConfig, VerifierConfig
 
 StringOp = Literal["reverse", "sort_chars", "caesar", "count_char"]
@@ -24,6 +24,10 @@ _ALL_LEVELS: tuple[Level, ...] = get_args(Level)
 
 _LENGTHS: dict[str, tuple[int, int]] = {"easy": (3, 4), "medium": (5, 7), "hard": (8, 12)}
 _MAX_SHIFT: dict[str, int] = {"easy": 1, "medium": 3, "hard": 13}
+
+
+def _verifier_of(op: str) -> str:
+    return "numeric" if op == "count_char" else "exact"
 
 
 class StringsConfig(StrictModel):
@@ -42,18 +46,8 @@ class StringsFamily:
         self.config = config
 
     def domains(self) -> Sequence[DomainSpec]:
-        return [
-            DomainSpec(
-                id=f"text/strings/{op}@{level}",
-                family_kind="strings",
-                source="builtin",
-                verifier="numeric" if op == "count_char" else "exact",
-                difficulty=LEVEL_DIFFICULTY[level],
-                description=f"string {op}, {level}",
-            )
-            for op in self.config.ops
-            for level in self.config.levels
-        ]
+        ops, levels = self.config.ops, self.config.levels
+        return op_level_domains("text/strings", "strings", "string", ops, levels, _verifier_of)
 
     def task(self, domain: DomainSpec, index: int, seed: int) -> Task:
         rng = task_rng(seed, domain.id, index)
