@@ -120,7 +120,7 @@ def w1_grpo_group(model: Any, s: BenchSizes) -> dict[str, Any]:
 
 def run_sessions(engine: RolloutEngine, model: Any, s: BenchSizes) -> tuple[float, list[float]]:
     """W2's conversation: every turn each session gets tool tokens and generates; (wall, ttft per turn)."""
-    sessions = [engine.open_session() for _ in range(s.w2_sessions)]
+    sessions = [engine.open_conversation() for _ in range(s.w2_sessions)]
     params = SamplingParams(max_new_tokens=s.w2_new_tokens, temperature=1.0, seed=0)
     ttfts = []
     start = time.perf_counter()

@@ -15,12 +15,12 @@ from typing import Any
 from posttrain.errors import ConfigError
 from posttrain.plugins import Builders
 from posttrain.rollout.api import (
+    Conversation,
     GenerationRequest,
     RequestOutput,
     RolloutEngine,
     SampleOutput,
     SamplingParams,
-    Session,
 )
 from posttrain.rollout.config import (
     AttentionConfig,
@@ -40,7 +40,7 @@ _LAZY = {
 
 __all__ = ["AttentionConfig", "EngineConfig", "GenerationRequest", "HFEngineConfig", "NativeEngineConfig",
            "PromptRenderer", "RequestOutput", "RolloutEngine", "SampleOutput", "SamplingConfig",
-           "SamplingParams", "Session", "VLLMEngineConfig", "build_engine", *_LAZY]
+           "SamplingParams", "Conversation", "VLLMEngineConfig", "build_engine", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:

@@ -90,12 +90,12 @@ class RolloutEngine(Protocol):
         """Cumulative counters: prompt_tokens, computed_tokens, cached_tokens, ..."""
         ...
 
-    def open_session(self) -> Session:
+    def open_conversation(self) -> Conversation:
         """A multi-turn conversation whose history is reused across turns where the engine can."""
         ...
 
 
-class Session:
+class Conversation:
     """A growing token history; each `generate` sends the whole history and appends the reply.
 
     Engines with a prefix cache recompute only the new suffix; others recompute everything.
@@ -111,7 +111,7 @@ class Session:
         self.token_ids.extend(int(t) for t in token_ids)
 
     def request(self, params: SamplingParams) -> GenerationRequest:
-        """The request for the next turn (lets callers batch several sessions in one generate)."""
+        """The request for the next turn (lets callers batch several conversations in one generate)."""
         return GenerationRequest(prompt_ids=tuple(self.token_ids), params=params)
 
     def record(self, output: RequestOutput) -> SampleOutput:

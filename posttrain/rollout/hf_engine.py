@@ -19,11 +19,11 @@ from typing import Any
 import torch
 
 from posttrain.rollout.api import (
+    Conversation,
     GenerationRequest,
     RequestOutput,
     SampleOutput,
     SamplingParams,
-    Session,
     finish_reason_of,
 )
 from posttrain.rollout.config import HFEngineConfig
@@ -94,8 +94,8 @@ class HFEngine:
     def stats(self) -> dict[str, float]:
         return dict(self._stats)
 
-    def open_session(self) -> Session:
-        return Session(self)
+    def open_conversation(self) -> Conversation:
+        return Conversation(self)
 
     def _count(self, prompt_len: int, computed: int, samples: list[SampleOutput]) -> None:
         self._stats["prompt_tokens"] += prompt_len * len(samples)

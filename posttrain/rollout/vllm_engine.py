@@ -14,11 +14,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from posttrain.rollout.api import (
+    Conversation,
     GenerationRequest,
     RequestOutput,
     SampleOutput,
     SamplingParams,
-    Session,
     finish_reason_of,
 )
 from posttrain.rollout.config import VLLMEngineConfig
@@ -73,5 +73,5 @@ class VLLMEngine:
     def stats(self) -> dict[str, float]:
         return dict(self._stats)
 
-    def open_session(self) -> Session:
-        return Session(self)
+    def open_conversation(self) -> Conversation:
+        return Conversation(self)

@@ -152,7 +152,7 @@ class PolicyTrainer:
             eps=config.adam_eps,
             weight_decay=config.weight_decay,
         )
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: lr_multiplier(s, config))
+        self.lr_schedule = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: lr_multiplier(s, config))
         self.step_count = 0
         self._last_lr = config.lr * lr_multiplier(0, config)
         forward = inspect.signature(_base_model(self.model).forward).parameters
@@ -323,7 +323,7 @@ class PolicyTrainer:
         totals["grad_norm"] = self._clip_gradients()
         self._last_lr = float(self.optimizer.param_groups[0]["lr"])
         self.optimizer.step()
-        self.scheduler.step()
+        self.lr_schedule.step()
         return totals, sample_losses
 
     def _clip_gradients(self) -> float:
@@ -337,7 +337,7 @@ class PolicyTrainer:
         return {
             "model": {k: v.detach().to("cpu", copy=True) for k, v in self._weights().items()},
             "optimizer": copy.deepcopy(self.optimizer.state_dict()),
-            "scheduler": self.scheduler.state_dict(),
+            "lr_schedule": self.lr_schedule.state_dict(),
             "step": self.step_count,
             "rng": capture_rng(),
         }
@@ -351,7 +351,7 @@ class PolicyTrainer:
         else:
             self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
+        self.lr_schedule.load_state_dict(state["lr_schedule"])
         self.step_count = int(state["step"])
         self._last_lr = float(self.optimizer.param_groups[0]["lr"])
         restore_rng(state["rng"])

@@ -49,10 +49,10 @@ def _turns(model: Any, masked: bool) -> list[Any]:
     shared = prompt(22)
     outs = [sample for s in (1, 2)
             for sample in engine.generate([GenerationRequest(prompt_ids=shared + prompt(5, seed=s), params=greedy)])[0].samples]
-    session = engine.open_session()
+    conversation = engine.open_conversation()
     for turn in range(3):
-        session.append(prompt(9, seed=10 + turn))
-        outs.append(session.generate(SamplingParams(max_new_tokens=5, temperature=0.0)))
+        conversation.append(prompt(9, seed=10 + turn))
+        outs.append(conversation.generate(SamplingParams(max_new_tokens=5, temperature=0.0)))
     assert engine.stats()["cached_tokens"] > 22
     return outs
 

@@ -92,10 +92,10 @@ def test_top_p_keeps_the_smallest_set_reaching_the_mass() -> None:
 
 def test_session_reuses_history(qwen2: Any) -> None:
     engine = NativeEngine(qwen2, NativeEngineConfig(block_size=4))
-    session = engine.open_session()
-    session.append(prompt(10))
-    first = session.generate(SamplingParams(max_new_tokens=5, temperature=0.0))
-    session.append(prompt(6, seed=9))
-    session.generate(SamplingParams(max_new_tokens=5, temperature=0.0))
-    assert session.token_ids[10:15] == first.token_ids
+    conversation = engine.open_conversation()
+    conversation.append(prompt(10))
+    first = conversation.generate(SamplingParams(max_new_tokens=5, temperature=0.0))
+    conversation.append(prompt(6, seed=9))
+    conversation.generate(SamplingParams(max_new_tokens=5, temperature=0.0))
+    assert conversation.token_ids[10:15] == first.token_ids
     assert engine.stats()["cached_tokens"] >= 10 + 5 - 1

@@ -37,7 +37,7 @@ def test_runner_offload_reload_is_bitwise(qwen2: Any) -> None:
 
 
 def _multi_turn(engine: NativeEngine, turns: int = 3) -> list[list[int]]:
-    sessions = [engine.open_session() for _ in range(3)]
+    sessions = [engine.open_conversation() for _ in range(3)]
     replies = []
     for turn in range(turns):
         for i, s in enumerate(sessions):

@@ -17,12 +17,12 @@ from typing import Any
 import torch
 
 from posttrain.rollout.api import (
+    Conversation,
     FinishReason,
     GenerationRequest,
     RequestOutput,
     SampleOutput,
     SamplingParams,
-    Session,
 )
 from posttrain.rollout.config import NativeEngineConfig
 from posttrain.rollout.engine.block_manager import BlockPool
@@ -88,8 +88,8 @@ class NativeEngine:
         out["weight_version"] = self.version
         return out
 
-    def open_session(self) -> Session:
-        return Session(self)
+    def open_conversation(self) -> Conversation:
+        return Conversation(self)
 
     def teacher_forced_logits(self, prompt_ids: Sequence[int], continuation_ids: Sequence[int]) -> torch.Tensor:
         """Raw logits `[T, V]` predicting each continuation token, fed one decode step at a time."""
