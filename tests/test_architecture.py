@@ -41,6 +41,8 @@ TORCH_FREE = [
     "posttrain.config", "posttrain.types", "posttrain.verify", "posttrain.tasks.registry", "posttrain.tasks.pool",
     "posttrain.curriculum", "posttrain.rollout", "posttrain.rollout.config", "posttrain.algo",
     "posttrain.eval.evaluate", "posttrain.sandbox", "posttrain.train.config", "posttrain.plugins",
+    "posttrain.errors", "posttrain.algo.config", "posttrain.curriculum.configs", "posttrain.verify.configs",
+    "posttrain.tasks.sandbox_config",
 ]
 """Modules whose import must not load torch (configs, CPU bookkeeping, the CLI's registration)."""
 

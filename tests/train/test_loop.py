@@ -105,3 +105,19 @@ def test_sampled_logprobs_agree_with_the_update_at_any_temperature(
     train(make_config(model_dir, steps=1, rollout=settings), tmp_path, log=lambda _: None)
     row = json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[0])
     assert abs(row["kl_old"]) < 1e-5
+
+
+@pytest.mark.parametrize("backend", ["native", "hf"])
+def test_eval_command_builds_through_the_composition_root(
+    model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], backend: str
+) -> None:
+    import yaml
+
+    config = tmp_path / "eval.yaml"
+    config.write_text(yaml.safe_dump(make_config(model_dir).model_dump(mode="json")))
+    argv = ["eval", "--model", str(model_dir), "--domains", str(config), "--tasks-per-domain", "3",
+            "--max-new-tokens", "2", "--backend", backend, "--json"]
+    assert main(argv) == 0
+    rows = json.loads(capsys.readouterr().out)["domains"]
+    assert [(r["domain_id"], r["num_tasks"], r["infra_errors"]) for r in rows] == [("math/arithmetic/add@easy", 3, 0)]
+

@@ -10,6 +10,7 @@ import torch
 from posttrain.algo import LossConfig
 from posttrain.train.models import TinyModelConfig, tiny_random
 from posttrain.train.policy import LoraConfig, PolicyConfig, PolicyTrainer, TrainBatch, lr_multiplier
+from posttrain.types import Task, Trajectory
 
 PROMPTS = [[2, 3, 4], [5, 6], [7], [8, 9, 10, 11], [12, 13], [14]]
 RESPONSES = [[20, 21], [22, 23, 24], [25], [26, 27, 28, 29], [], [30, 31]]
@@ -226,3 +227,47 @@ def test_logprobs_agree_with_the_native_engine_after_a_lora_update() -> None:
     ours = trainer.logprobs([list(request.prompt_ids)] * len(samples), responses)
     for sample, row in zip(samples, ours, strict=True):
         torch.testing.assert_close(torch.tensor(row), torch.tensor(sample.logprobs), atol=1e-5, rtol=0)
+
+
+def _trajectory(tokens: list[int], mask: list[int], logprobs: list[float]) -> Trajectory:
+    task = Task(id="a/b/c#0", domain_id="a/b/c", prompt="q")
+    return Trajectory(task=task, token_ids=tuple(tokens), loss_mask=tuple(mask), logprobs=tuple(logprobs),
+                      response="")
+
+
+def test_batch_from_a_single_turn_trajectory_is_the_prompt_response_pair() -> None:
+    traj = Trajectory.single_turn(Task(id="t#0", domain_id="a/b/c", prompt="q"), [2, 3], [20, 21], [-1.0, -2.0], "")
+    batch = TrainBatch.from_trajectories([traj], [1.0])
+    assert (batch.prompt_ids, batch.response_ids, batch.old_logprobs) == ([[2, 3]], [[20, 21]], [[-1.0, -2.0]])
+    assert batch.loss_masks is None  # every response token is the policy's
+    assert TrainBatch.from_trajectories([traj], [1.0], old_logprobs=False).old_logprobs is None
+
+
+def test_tokens_outside_the_loss_mask_do_not_move_the_update() -> None:
+    # policy 20 21 | tool result 40 41 | policy 22: the tool tokens are context, never trained on
+    tokens, mask = [2, 3, 20, 21, 40, 41, 22], [0, 0, 1, 1, 0, 0, 1]
+    results = []
+    for tool_logprob in (0.0, -7.0):  # whatever sits in the masked positions
+        trainer = PolicyTrainer(tiny_random().double(), PolicyConfig(lr=1e-2))
+        old = trainer.logprobs([tokens[:2]], [tokens[2:]])[0]
+        logprobs = [0.0, 0.0, old[0], old[1], tool_logprob, tool_logprob, old[4]]
+        batch = TrainBatch.from_trajectories([_trajectory(tokens, mask, logprobs)], [1.0])
+        assert batch.loss_masks == [[1, 1, 0, 0, 1]]
+        metrics = trainer.step(batch)
+        results.append((metrics, [p.detach().clone() for p in trainer.model.parameters()]))
+    (first, first_params), (second, second_params) = results
+    assert first["loss"] == pytest.approx(-1.0, abs=1e-9)  # ratio 1 on the 3 policy tokens, A = 1
+    assert first["loss"] == second["loss"] and first["kl_old"] == second["kl_old"]
+    for a, b in zip(first_params, second_params, strict=True):
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
+
+
+def test_the_loss_mask_changes_which_tokens_are_trained() -> None:
+    # the control for the test above: unmasking the tool tokens does change the update
+    tokens, logprobs = [2, 3, 20, 21, 40, 41, 22], [0.0] * 7
+    params = []
+    for mask in ([0, 0, 1, 1, 0, 0, 1], [0, 0, 1, 1, 1, 1, 1]):
+        trainer = PolicyTrainer(tiny_random().double(), PolicyConfig(lr=1e-2))
+        trainer.step(TrainBatch.from_trajectories([_trajectory(tokens, mask, logprobs)], [1.0], old_logprobs=False))
+        params.append([p.detach().clone() for p in trainer.model.parameters()])
+    assert any(not torch.equal(a, b) for a, b in zip(*params, strict=True))
