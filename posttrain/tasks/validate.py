@@ -2,7 +2,8 @@
 
 Run for any set of domains by `posttrain domains validate` and by the contract tests. Each check
 regenerates its tasks twice and scores every response twice, so non-determinism in a family or a
-verifier is caught too. A verifier that raises is reported as a failure, never propagated.
+verifier is caught too. Scoring goes through an inline `Grader` like every other caller, so a verifier
+that raises shows up as an infra score and is reported as a failure, never propagated.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 
 from posttrain.tasks.pool import TaskPool
 from posttrain.types import Score, Task
-from posttrain.verify import Verifier, build_verifier
+from posttrain.verify import ExecutorConfig, Grader
 
 GARBAGE_RESPONSE = "zzq ~~ ###garbage### \x00 \\boxed{qqzx} Answer: nonsense-token"
 """A response no verifier should accept."""
@@ -36,8 +37,7 @@ def validate_domain(pool: TaskPool, domain_id: str, num_tasks: int = 3) -> Domai
     """Check gold = 1.0, empty = 0.0 and garbage = 0.0 on `num_tasks` tasks of one domain."""
     check = DomainCheck(domain_id)
     try:
-        domain = pool.registry.get(domain_id)
-        verifier = build_verifier(domain.verifier)
+        grader = Grader(pool.registry.verifier_config, ExecutorConfig(num_workers=0))
         tasks = [pool.task(domain_id, i) for i in range(_num_indices(pool, domain_id, num_tasks))]
         again = [pool.task(domain_id, i) for i in range(len(tasks))]
     except Exception as exc:  # a broken family is a validation failure, reported not raised
@@ -47,9 +47,9 @@ def validate_domain(pool: TaskPool, domain_id: str, num_tasks: int = 3) -> Domai
         check.failures.append("task generation is not deterministic")
     for task in tasks:
         check.num_tasks += 1
-        _expect(check, verifier, task, task.answer or "", "gold", lambda s: s.reward == 1.0 and s.passed)
-        _expect(check, verifier, task, "", "empty", _is_zero)
-        _expect(check, verifier, task, GARBAGE_RESPONSE, "garbage", _is_zero)
+        _expect(check, grader, task, task.answer or "", "gold", lambda s: s.reward == 1.0 and s.passed)
+        _expect(check, grader, task, "", "empty", _is_zero)
+        _expect(check, grader, task, GARBAGE_RESPONSE, "garbage", _is_zero)
     return check
 
 
@@ -63,13 +63,9 @@ def _is_zero(score: Score) -> bool:
 
 
 def _expect(
-    check: DomainCheck, verifier: Verifier, task: Task, response: str, label: str, ok: Callable[[Score], bool]
+    check: DomainCheck, grader: Grader, task: Task, response: str, label: str, ok: Callable[[Score], bool]
 ) -> None:
-    try:
-        first, second = verifier.score(task, response), verifier.score(task, response)
-    except Exception as exc:
-        check.failures.append(f"{task.id}: {label} answer raised {type(exc).__name__}: {exc}")
-        return
+    first, second = grader.grade([(task, response), (task, response)])
     if first != second:
         check.failures.append(f"{task.id}: {label} answer scored non-deterministically")
     elif not ok(first):

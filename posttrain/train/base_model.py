@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 import shutil
 import time
@@ -29,6 +28,7 @@ from posttrain.rollout.prompting import PromptRenderer
 from posttrain.tasks.pool import TaskPool
 from posttrain.train._policy_config import warmup_cosine
 from posttrain.train.config import ModelConfig, TinyBaseConfig
+from posttrain.train.models import cache_root
 from posttrain.types import Task
 
 BUILD_VERSION = 3
@@ -42,10 +42,6 @@ TINY_CHAT_TEMPLATE = (
 )
 """Q/A template of the embedded tiny model: `Q: <prompt>\nA: <answer><eos>`, so it is prompted through
 the same chat-template path as a real instruct model."""
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("POSTTRAIN_CACHE", Path.home() / ".cache" / "posttrain"))
 
 
 def cache_key(config: TinyBaseConfig, domain_ids: Sequence[str], data_seed: int, eval_fraction: float) -> str:
