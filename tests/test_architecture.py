@@ -192,3 +192,24 @@ def test_building_the_command_line_imports_no_torch_and_no_bench() -> None:
     code = ("import sys, posttrain.cli; posttrain.cli.build_parser(); "
             "sys.exit(1 if {'torch', 'posttrain.bench'} & set(sys.modules) else 0)")
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=False).returncode == 0
+
+
+def test_architecture_doc_names_only_what_exists_and_every_package() -> None:
+    import importlib
+    import re
+
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    paths = set(re.findall(r"posttrain/[\w/]*[\w]+(?:\.py)?/?", text))
+    missing = sorted(p for p in paths if not (ROOT / p).exists() and "dist" not in p and "sched" not in p)
+    assert missing == []
+    dotted = set(re.findall(r"`(posttrain(?:\.\w+)+)`", text))
+    unresolved = []
+    for name in sorted(dotted):
+        module, _, attr = name, "", ""
+        while module not in module_names() and "." in module:
+            module, _, attr = module.rpartition(".")[0], "", name[len(module.rpartition(".")[0]) + 1:]
+        if module not in module_names() or (attr and not hasattr(importlib.import_module(module), attr)):
+            unresolved.append(name)
+    assert unresolved == []
+    packages = {p.parent.relative_to(ROOT).as_posix() for p in PACKAGE.rglob("__init__.py")}
+    assert sorted(p for p in packages if f"{p}/" not in text and f"`{p}`" not in text) == []
