@@ -2,8 +2,8 @@
 
 `score(task, response) -> Score` is deterministic and never raises for any response text (empty,
 garbage, invalid code points, megabytes long): a bad response is a model failure, a broken verifier or
-worker is an infra failure. Verifiers that need a sandbox or a main thread (math-verify) are run through
-`posttrain.verify.runner`, which executes them in worker processes.
+worker is an infra failure. Callers grade through `posttrain.verify.grader.Grader`, which sends a
+verifier that needs a main thread (math-verify) to a worker process when it cannot score inline.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ executor config and what the verifier config declares it needs.
 Guarantees:
 - `score_batch(items)` returns one `Score` per item, in order, and never raises for item content.
 - Items travel in chunks (`chunk_size`) to keep per-item overhead low; each worker builds a verifier once
-  per distinct config and keeps it, and answers item by item, so the runner always knows which item a
+  per distinct config and keeps it, and answers item by item, so the pool always knows which item a
   worker is on.
 - A worker that dies, or spends longer than `item_timeout_s` on one item, is killed and replaced; the
   item it was on gets `Score.infra(...)` (never a model failure) and the rest of its chunk is re-queued.
