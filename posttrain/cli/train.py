@@ -134,10 +134,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     table = Table(title=f"eval of {args.model}")
-    for column in ("domain", "tasks", "reward", "pass rate"):
+    for column in ("domain", "tasks", "reward", "95% CI", "pass rate"):
         table.add_column(column)
     for r in rows:
-        table.add_row(r["domain_id"], str(r["num_tasks"]), f"{r['mean_reward']:.3f}", f"{r['pass_rate']:.3f}")
+        table.add_row(r["domain_id"], str(r["num_tasks"]), f"{r['mean_reward']:.3f}",
+                      f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]", f"{r['pass_rate']:.3f}")
     Console().print(table)
     return 0
 
@@ -164,23 +165,30 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"held-out eval: base vs trained ({summary['steps']} RL steps)")
-    for column in ("domain", "eval tasks", "base", "trained", "delta"):
-        table.add_column(column, justify="right" if column != "domain" else "left")
+    table = Table(title=f"held-out eval: base vs trained ({summary['steps']} RL steps, seed {summary['seed']})")
+    for column in ("domain", "n", "base", "trained", "delta", "95% CI", "p", "verdict"):
+        table.add_column(column, justify="left" if column in ("domain", "verdict") else "right")
+    colours = {"improved": "green", "regressed": "red"}
     for domain_id, d in summary["domains"].items():
-        delta = d["delta_reward"]
-        colour = "green" if delta > 0 else "red" if delta < 0 else "white"
+        colour = colours.get(d["verdict"], "white")
+        low, high = d["delta_ci"]
         table.add_row(
-            domain_id, str(d["num_eval_tasks"]), f"{d['base_reward']:.3f}", f"{d['final_reward']:.3f}",
-            f"[{colour}]{delta:+.3f}[/{colour}]",
+            domain_id, str(d["num_paired"]), f"{d['base_reward']:.3f}", f"{d['final_reward']:.3f}",
+            f"{d['delta_reward']:+.3f}", f"[{low:+.3f}, {high:+.3f}]", f"{d['p_value']:.3g}",
+            f"[{colour}]{d['verdict']}[/{colour}]",
         )
+    mean = summary["mean_delta"]
     table.add_row(
         "mean", "", f"{summary['mean_base_reward']:.3f}", f"{summary['mean_final_reward']:.3f}",
-        f"{summary['mean_final_reward'] - summary['mean_base_reward']:+.3f}",
+        f"{mean['delta']:+.3f}", f"[{mean['ci_low']:+.3f}, {mean['ci_high']:+.3f}]", f"{mean['p_value']:.3g}",
+        mean["verdict"],
     )
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 132)  # piped output keeps whole rows
     console.print(table)
+    num = len(summary["domains"])
     console.print(
-        f"improved on {summary['domains_improved']} of {len(summary['domains'])} domains, "
-        f"regressed on {summary['domains_regressed']}; summary: {run_dir / 'summary.json'}"
+        f"{summary['domains_improved_significantly']}/{num} domains improved significantly, "
+        f"{summary['domains_regressed_significantly']}/{num} regressed significantly; mean reward "
+        f"{100 * mean['delta']:+.1f} pts [{100 * mean['ci_low']:+.1f}, {100 * mean['ci_high']:+.1f}] "
+        f"({mean['verdict']}); summary: {run_dir / 'summary.json'}"
     )

@@ -8,10 +8,12 @@ Infra failures are counted apart and excluded from reward and pass rate. Generat
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from posttrain.eval.stats import bootstrap_ci
 from posttrain.rollout.api import GenerationRequest, RolloutEngine, SamplingParams
 from posttrain.rollout.prompting import PromptRenderer
 from posttrain.tasks.pool import TaskPool
@@ -23,7 +25,7 @@ ScoreFn = Callable[[Sequence[tuple[Task, str]]], list[Score]]
 
 @dataclass(frozen=True)
 class DomainEval:
-    """One domain's evaluation result."""
+    """One domain's evaluation result, with the per-task scores a paired comparison needs."""
 
     domain_id: str
     num_tasks: int
@@ -31,9 +33,20 @@ class DomainEval:
     pass_rate: float
     infra_errors: int
     mean_response_tokens: float
+    ci_low: float = math.nan
+    ci_high: float = math.nan
+    """95% bootstrap interval of `mean_reward` (`posttrain.eval.stats`)."""
+    task_ids: tuple[str, ...] = ()
+    rewards: tuple[float, ...] = ()
+    """Graded tasks (infra failures left out) and their rewards, in the same order."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DomainEval:
+        """The inverse of `to_dict` (JSON lists back to tuples)."""
+        return cls(**{**data, "task_ids": tuple(data.get("task_ids", ())), "rewards": tuple(data.get("rewards", ()))})
 
 
 def evaluate(
@@ -68,15 +81,21 @@ def summarise(
 ) -> dict[str, DomainEval]:
     out: dict[str, DomainEval] = {}
     for domain_id in domain_ids:
-        rows = [(s, n) for t, s, n in zip(tasks, scores, lengths, strict=True) if t.domain_id == domain_id]
-        graded = [(s, n) for s, n in rows if not s.is_infra_failure]
+        rows = [(t, s, n) for t, s, n in zip(tasks, scores, lengths, strict=True) if t.domain_id == domain_id]
+        graded = [(t, s, n) for t, s, n in rows if not s.is_infra_failure]
         count = max(len(graded), 1)
+        rewards = tuple(s.reward for _, s, _ in graded)
+        ci_low, ci_high = bootstrap_ci(rewards)
         out[domain_id] = DomainEval(
             domain_id=domain_id,
             num_tasks=len(graded),
-            mean_reward=sum(s.reward for s, _ in graded) / count,
-            pass_rate=sum(s.passed for s, _ in graded) / count,
+            mean_reward=sum(rewards) / count,
+            pass_rate=sum(s.passed for _, s, _ in graded) / count,
             infra_errors=len(rows) - len(graded),
-            mean_response_tokens=sum(n for _, n in graded) / count,
+            mean_response_tokens=sum(n for _, _, n in graded) / count,
+            ci_low=ci_low,
+            ci_high=ci_high,
+            task_ids=tuple(t.id for t, _, _ in graded),
+            rewards=rewards,
         )
     return out

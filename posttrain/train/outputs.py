@@ -16,6 +16,7 @@ import yaml
 
 from posttrain.curriculum import DomainStats
 from posttrain.eval.evaluate import DomainEval
+from posttrain.eval.stats import paired, paired_mean_of_domains
 from posttrain.train.config import TrainConfig
 
 
@@ -26,6 +27,7 @@ class Outputs:
         self.run_dir = run_dir
         self.domain_ids = domain_ids
         self.total_steps = config.steps
+        self.seed = config.seed
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "config.yaml").write_text(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
         self._metrics = (run_dir / "metrics.jsonl").open("a", encoding="utf-8")
@@ -81,33 +83,30 @@ class Outputs:
 
     def read_eval(self, label: str) -> dict[str, DomainEval]:
         doc = json.loads((self.run_dir / f"eval_{label}.json").read_text())
-        return {d: DomainEval(**r) for d, r in doc.items()}
+        return {d: DomainEval.from_dict(r) for d, r in doc.items()}
 
     def write_summary(
         self, base: dict[str, DomainEval], final: dict[str, DomainEval], steps: int
     ) -> dict[str, Any]:
+        """Base vs trained per domain, paired on the same eval tasks, with intervals and verdicts."""
         from posttrain.train.plots import write_plots
 
-        domains = {
-            d: {
-                "base_reward": base[d].mean_reward,
-                "final_reward": final[d].mean_reward,
-                "delta_reward": final[d].mean_reward - base[d].mean_reward,
-                "base_pass_rate": base[d].pass_rate,
-                "final_pass_rate": final[d].pass_rate,
-                "num_eval_tasks": final[d].num_tasks,
-            }
-            for d in self.domain_ids
-        }
-        improved = sum(v["delta_reward"] > 0 for v in domains.values())
+        domains = {d: _compare(base[d], final[d]) for d in self.domain_ids}
+        overall = paired_mean_of_domains([_paired_rewards(base[d], final[d]) for d in self.domain_ids])
+        verdicts = [v["verdict"] for v in domains.values()]
         summary = {
             "steps": steps,
+            "seed": self.seed,
             "elapsed_s": round(time.perf_counter() - self._start_s, 1),
             "domains": domains,
             "mean_base_reward": _mean(v["base_reward"] for v in domains.values()),
             "mean_final_reward": _mean(v["final_reward"] for v in domains.values()),
-            "domains_improved": improved,
+            "mean_delta": {"delta": overall.delta, "ci_low": overall.ci_low, "ci_high": overall.ci_high,
+                           "p_value": overall.p_value, "verdict": overall.verdict},
+            "domains_improved": sum(v["delta_reward"] > 0 for v in domains.values()),
             "domains_regressed": sum(v["delta_reward"] < 0 for v in domains.values()),
+            "domains_improved_significantly": verdicts.count("improved"),
+            "domains_regressed_significantly": verdicts.count("regressed"),
         }
         (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         write_plots(self.run_dir)
@@ -118,6 +117,36 @@ class Outputs:
         self._metrics.close()
         if self._tb is not None:
             self._tb.close()
+
+
+def _paired_rewards(base: DomainEval, final: DomainEval) -> tuple[list[float], list[float]]:
+    """The rewards of the tasks graded in both evaluations, in the same order."""
+    before = dict(zip(base.task_ids, base.rewards, strict=True))
+    common = [(before[t], r) for t, r in zip(final.task_ids, final.rewards, strict=True) if t in before]
+    return [b for b, _ in common], [f for _, f in common]
+
+
+def _compare(base: DomainEval, final: DomainEval) -> dict[str, Any]:
+    result = paired(*_paired_rewards(base, final))
+
+    def side(e: DomainEval) -> dict[str, Any]:
+        return {"reward": e.mean_reward, "pass_rate": e.pass_rate, "ci_low": e.ci_low, "ci_high": e.ci_high,
+                "n": e.num_tasks}
+
+    return {
+        "base_reward": base.mean_reward,
+        "final_reward": final.mean_reward,
+        "delta_reward": final.mean_reward - base.mean_reward,
+        "base_pass_rate": base.pass_rate,
+        "final_pass_rate": final.pass_rate,
+        "num_eval_tasks": final.num_tasks,
+        "base": side(base),
+        "final": side(final),
+        "delta_ci": [result.ci_low, result.ci_high],
+        "num_paired": result.n,
+        "p_value": result.p_value,
+        "verdict": result.verdict,
+    }
 
 
 def _mean(values: Any) -> float:
