@@ -28,11 +28,15 @@ from posttrain.rollout.prompting import PromptRenderer
 from posttrain.tasks.pool import TaskPool
 from posttrain.train._policy_config import warmup_cosine
 from posttrain.train.config import ModelConfig, TinyBaseConfig
-from posttrain.train.models import cache_root
+from posttrain.train.models import cache_root, weights_sha256
 from posttrain.types import Task
 
 BUILD_VERSION = 3
 """Bumped whenever the recipe changes, so stale cached models are not reused."""
+
+BUILD_THREADS = 1
+"""torch threads during the build: float sums then run in one order whatever the caller set, so the
+`posttrain base build` command and a training run produce the same model on the same CPU."""
 
 
 TINY_CHAT_TEMPLATE = (
@@ -169,6 +173,22 @@ def build_tiny_base(
     log: Callable[[str], None] = print,
 ) -> Path:
     """Train tokenizer and model, save both (plus `build.json`) to `out_dir` atomically."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(BUILD_THREADS)
+    try:
+        return _build(config, pool, domain_ids, eval_fn, out_dir, log)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _build(
+    config: TinyBaseConfig,
+    pool: TaskPool,
+    domain_ids: Sequence[str],
+    eval_fn: EvalFn,
+    out_dir: Path,
+    log: Callable[[str], None],
+) -> Path:
     torch.manual_seed(config.seed)
     rng = random.Random(config.seed)
 
@@ -186,7 +206,8 @@ def build_tiny_base(
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
-    meta = {"config": config.model_dump(), "domains": list(domain_ids), "history": history}
+    meta = {"config": config.model_dump(), "domains": list(domain_ids), "history": history,
+            "weights_sha256": weights_sha256(model)}
     (tmp / "build.json").write_text(json.dumps(meta, indent=2))
     shutil.rmtree(out_dir, ignore_errors=True)
     tmp.rename(out_dir)

@@ -13,6 +13,7 @@ embedded tiny base model (`posttrain.train.base_model`) or moving models between
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -87,6 +88,16 @@ def load_model(config: ModelConfig) -> tuple[Any, Any]:
     if not Path(str(config.path)).is_dir():
         raise FileNotFoundError(f"model.path {config.path!r} is not a directory")
     return _load_pretrained(str(config.path), config.gguf_file, config)
+
+
+def weights_sha256(model: Any) -> str:
+    """sha256 over a module's state dict (names in order, dtypes, shapes, bytes): equal iff the weights are."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        data = tensor.detach().to("cpu").contiguous()
+        digest.update(f"{name}:{data.dtype}:{tuple(data.shape)}".encode())
+        digest.update(data.view(torch.uint8).numpy().tobytes() if data.numel() else b"")
+    return digest.hexdigest()
 
 
 def cache_root() -> Path:

@@ -86,7 +86,7 @@ class Outputs:
         return {d: DomainEval.from_dict(r) for d, r in doc.items()}
 
     def write_summary(
-        self, base: dict[str, DomainEval], final: dict[str, DomainEval], steps: int
+        self, base: dict[str, DomainEval], final: dict[str, DomainEval], steps: int, base_model_hash: str = ""
     ) -> dict[str, Any]:
         """Base vs trained per domain, paired on the same eval tasks, with intervals and verdicts."""
         from posttrain.train.plots import write_plots
@@ -97,6 +97,7 @@ class Outputs:
         summary = {
             "steps": steps,
             "seed": self.seed,
+            "base_model_sha256": base_model_hash,
             "elapsed_s": round(time.perf_counter() - self._start_s, 1),
             "domains": domains,
             "mean_base_reward": _mean(v["base_reward"] for v in domains.values()),

@@ -27,6 +27,7 @@ from posttrain.eval.evaluate import DomainEval, evaluate
 from posttrain.train import checkpoint as ckpt
 from posttrain.train.components import Components, build_learner
 from posttrain.train.config import TrainConfig
+from posttrain.train.models import weights_sha256
 from posttrain.train.outputs import Outputs
 from posttrain.train.policy import TrainBatch
 from posttrain.train.stages import RewardStage, RolloutStage
@@ -48,6 +49,7 @@ class Run:
         self.domain_ids = self.pool.registry.ids()
         self.rollout = RolloutStage(parts.engine, parts.renderer, config.rollout, config.seed)
         self.reward = RewardStage(parts.grader, config.reward, config.seed)
+        self.base_model_hash = weights_sha256(parts.model)  # before LoRA wraps it or training moves it
         self.learner = build_learner(parts.model, config)
         self.outputs = Outputs(run_dir, config, self.domain_ids)
 
@@ -176,5 +178,5 @@ class Run:
         return step
 
     def write_summary(self, base: dict[str, DomainEval], final: dict[str, DomainEval]) -> dict[str, Any]:
-        return self.outputs.write_summary(base, final, self.config.steps)
+        return self.outputs.write_summary(base, final, self.config.steps, self.base_model_hash)
 

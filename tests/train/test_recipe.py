@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
@@ -48,3 +51,32 @@ def test_base_model_cache_key_changes_with_the_split() -> None:
     assert cache_key(config, ids, 0, 0.1) == cache_key(config, ids, 0, 0.1)
     assert cache_key(config, ids, 0, 0.1) != cache_key(config, ids, 0, 0.25)
     assert cache_key(config, ids, 0, 0.1) != cache_key(config, ids, 1, 0.1)
+
+
+def test_two_builds_of_the_base_model_have_identical_weights(tmp_path: Path) -> None:
+    import torch
+
+    from posttrain.tasks.pool import TaskPool
+    from posttrain.tasks.registry import DomainsConfig
+    from posttrain.train.base_model import build_tiny_base
+    from posttrain.train.config import TinyBaseConfig
+    from posttrain.train.models import weights_sha256
+
+    domains = DomainsConfig.model_validate(
+        {"domains": [{"family": {"kind": "arithmetic", "ops": ["add"], "levels": ["easy"]}}]}
+    )
+    pool = TaskPool.from_config(domains)
+    recipe = TinyBaseConfig(hidden_size=32, num_layers=1, intermediate_size=64, max_steps=6, min_steps=6,
+                            batch_size=8, eval_every=3, tokenizer_corpus=200, warmup_steps=2)
+    hashes = []
+    for index, threads in enumerate((2, 1)):  # the build pins its own thread count
+        torch.set_num_threads(threads)
+        out = build_tiny_base(recipe, pool, pool.registry.ids(), lambda m, t: {"math/arithmetic/add@easy": 0.0},
+                              tmp_path / f"build{index}", log=lambda _: None)
+        meta = json.loads((out / "build.json").read_text())
+        from transformers import AutoModelForCausalLM
+
+        hashes.append((meta["weights_sha256"], weights_sha256(AutoModelForCausalLM.from_pretrained(out))))
+    assert hashes[0] == hashes[1]
+    assert hashes[0][0] == hashes[0][1]  # the recorded hash is the saved weights'
+    assert torch.get_num_threads() == 1  # the caller's setting is restored
