@@ -139,6 +139,8 @@ class EvalConfig(StrictModel):
     """Evaluate every N steps (0: only before and after training)."""
     max_new_tokens: int = Field(32, ge=1)
     """Greedy generation budget."""
+    samples_per_task: int = Field(0, ge=0)
+    """k sampled responses per eval task at the rollout temperature, for pass@1 and pass@k (0: greedy only)."""
 
 
 class TrainConfig(StrictModel):

@@ -16,6 +16,7 @@ import yaml
 
 from posttrain.curriculum import DomainStats
 from posttrain.eval.evaluate import DomainEval
+from posttrain.eval.sampled import SampledEval
 from posttrain.eval.stats import paired, paired_mean_of_domains
 from posttrain.train.config import TrainConfig
 
@@ -81,6 +82,17 @@ class Outputs:
         (self.run_dir / f"eval_{label}.json").write_text(json.dumps(doc, indent=2))
         self._last_s = time.perf_counter()  # evaluation time is not training time
 
+    def write_sampled_eval(self, label: str, result: dict[str, SampledEval]) -> None:
+        doc = {d: r.to_dict() for d, r in result.items()}
+        (self.run_dir / f"eval_{label}_sampled.json").write_text(json.dumps(doc, indent=2))
+        self._last_s = time.perf_counter()
+
+    def read_sampled_eval(self, label: str) -> dict[str, SampledEval] | None:
+        path = self.run_dir / f"eval_{label}_sampled.json"
+        if not path.is_file():
+            return None
+        return {d: SampledEval.from_dict(r) for d, r in json.loads(path.read_text()).items()}
+
     def read_eval(self, label: str) -> dict[str, DomainEval]:
         doc = json.loads((self.run_dir / f"eval_{label}.json").read_text())
         return {d: DomainEval.from_dict(r) for d, r in doc.items()}
@@ -92,6 +104,10 @@ class Outputs:
         from posttrain.train.plots import write_plots
 
         domains = {d: _compare(base[d], final[d]) for d in self.domain_ids}
+        base_sampled, final_sampled = self.read_sampled_eval("base"), self.read_sampled_eval("final")
+        if base_sampled is not None and final_sampled is not None:
+            for d in self.domain_ids:
+                domains[d]["sampled"] = _compare_sampled(base_sampled[d], final_sampled[d])
         overall = paired_mean_of_domains([_paired_rewards(base[d], final[d]) for d in self.domain_ids])
         verdicts = [v["verdict"] for v in domains.values()]
         summary = {
@@ -145,6 +161,25 @@ def _compare(base: DomainEval, final: DomainEval) -> dict[str, Any]:
         "final": side(final),
         "delta_ci": [result.ci_low, result.ci_high],
         "num_paired": result.n,
+        "p_value": result.p_value,
+        "verdict": result.verdict,
+    }
+
+
+def _compare_sampled(base: SampledEval, final: SampledEval) -> dict[str, Any]:
+    """pass@1 (paired on the tasks both runs graded) and pass@k, base vs trained."""
+    before = dict(zip(base.task_ids, base.fractions, strict=True))
+    common = [(before[t], f) for t, f in zip(final.task_ids, final.fractions, strict=True) if t in before]
+    result = paired([b for b, _ in common], [f for _, f in common])
+    return {
+        "k": final.k,
+        "base_pass_at_1": base.pass_at_1,
+        "final_pass_at_1": final.pass_at_1,
+        "base_ci": [base.ci_low, base.ci_high],
+        "final_ci": [final.ci_low, final.ci_high],
+        "base_pass_at_k": base.pass_at_k,
+        "final_pass_at_k": final.pass_at_k,
+        "delta_ci": [result.ci_low, result.ci_high],
         "p_value": result.p_value,
         "verdict": result.verdict,
     }

@@ -24,6 +24,7 @@ from posttrain.curriculum import (
     fill_informative_groups,
 )
 from posttrain.eval.evaluate import DomainEval, evaluate
+from posttrain.eval.sampled import evaluate_sampled
 from posttrain.train import checkpoint as ckpt
 from posttrain.train.components import Components, build_learner
 from posttrain.train.config import TrainConfig
@@ -146,6 +147,13 @@ class Run:
             max_new_tokens=cfg.max_new_tokens,
         )
         self.outputs.write_eval(label, result)
+        if cfg.samples_per_task:
+            sampled = evaluate_sampled(
+                self.engine, self.components.renderer, self.pool, self.domain_ids, self.components.grader.grade,
+                num_tasks=cfg.tasks_per_domain, max_new_tokens=cfg.max_new_tokens, k=cfg.samples_per_task,
+                temperature=self.config.rollout.temperature, seed=self.config.seed,
+            )
+            self.outputs.write_sampled_eval(label, sampled)
         return result
 
     def saved_eval(self, label: str) -> dict[str, DomainEval]:

@@ -121,3 +121,14 @@ def test_eval_command_builds_through_the_composition_root(
     rows = json.loads(capsys.readouterr().out)["domains"]
     assert [(r["domain_id"], r["num_tasks"], r["infra_errors"]) for r in rows] == [("math/arithmetic/add@easy", 3, 0)]
 
+
+
+def test_sampled_evaluation_is_paired_in_the_summary(model_dir: Path, tmp_path: Path) -> None:
+    config = make_config(model_dir, steps=1, eval={"tasks_per_domain": 4, "max_new_tokens": 3, "samples_per_task": 3})
+    summary = train(config, tmp_path, log=lambda _: None)
+    sampled = summary["domains"]["math/arithmetic/add@easy"]["sampled"]
+    assert sampled["k"] == 3 and sampled["verdict"] in ("improved", "no significant change", "regressed")
+    assert 0.0 <= sampled["base_pass_at_1"] <= sampled["base_pass_at_k"] <= 1.0
+    assert (tmp_path / "eval_base_sampled.json").is_file() and (tmp_path / "eval_final_sampled.json").is_file()
+    again = train(config, tmp_path / "again", log=lambda _: None)  # seeded: the same numbers
+    assert again["domains"]["math/arithmetic/add@easy"]["sampled"] == sampled
