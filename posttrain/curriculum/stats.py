@@ -12,6 +12,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from posttrain.types import rewards_differ
+
 
 @dataclass(frozen=True, slots=True)
 class DomainStats:
@@ -27,11 +29,14 @@ class DomainStats:
     """Mean |reward - group mean reward| over samples: the GRPO learning signal."""
     zero_variance_fraction: float = 0.0
     """Fraction of groups whose rewards were all equal (no gradient under GRPO)."""
+    mean_response_tokens: float = 0.0
+    """Mean number of tokens the policy generated per sample (0 when not reported)."""
 
     def __post_init__(self) -> None:
         if self.n < 0:
             raise ValueError(f"DomainStats.n must be >= 0, got {self.n}")
-        for name in ("mean_reward", "pass_rate", "mean_abs_advantage", "zero_variance_fraction"):
+        for name in ("mean_reward", "pass_rate", "mean_abs_advantage", "zero_variance_fraction",
+                     "mean_response_tokens"):
             if not math.isfinite(getattr(self, name)):
                 raise ValueError(f"DomainStats.{name} must be finite")
         for name in ("pass_rate", "zero_variance_fraction"):
@@ -45,10 +50,12 @@ def domain_stats_from_groups(
     rewards: Sequence[Sequence[float]],
     passed: Sequence[Sequence[bool]] | None = None,
     pass_threshold: float = 1.0,
+    response_tokens: Sequence[Sequence[int]] | None = None,
 ) -> DomainStats:
     """Summarise one domain's groups (one inner sequence per prompt, one reward per sample).
 
     `passed` gives correctness per sample; without it a sample passes when reward >= pass_threshold.
+    `response_tokens` (same shape) gives each sample's generated length.
     """
     flat = [float(r) for group in rewards for r in group]
     if not flat:
@@ -66,7 +73,7 @@ def domain_stats_from_groups(
             continue
         mean = sum(group) / len(group)
         abs_adv_sum += sum(abs(r - mean) for r in group)
-        num_flat_groups += int(max(group) - min(group) <= 1e-12)
+        num_flat_groups += int(not rewards_differ(group))
     num_groups = sum(1 for group in rewards if group)
     return DomainStats(
         n=len(flat),
@@ -74,4 +81,5 @@ def domain_stats_from_groups(
         pass_rate=sum(flags) / len(flat),
         mean_abs_advantage=abs_adv_sum / len(flat),
         zero_variance_fraction=num_flat_groups / num_groups,
+        mean_response_tokens=sum(map(sum, response_tokens)) / len(flat) if response_tokens else 0.0,
     )

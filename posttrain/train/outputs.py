@@ -69,6 +69,7 @@ class Outputs:
             row[f"domain/{domain_id}/pass_rate"] = s.pass_rate
             row[f"domain/{domain_id}/samples"] = s.n
             row[f"domain/{domain_id}/zero_variance"] = s.zero_variance_fraction
+            row[f"domain/{domain_id}/response_tokens"] = s.mean_response_tokens
         self._metrics.write(json.dumps(row) + "\n")
         self._metrics.flush()
         if self._tb is not None:

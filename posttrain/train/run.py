@@ -117,7 +117,10 @@ class Run:
         for group in groups:
             by_domain[group.task.domain_id].append(group)
         return {
-            d: domain_stats_from_groups([g.rewards for g in gs], [[s.passed for s in g.scores] for g in gs])
+            d: domain_stats_from_groups(
+                [g.rewards for g in gs], [[s.passed for s in g.scores] for g in gs],
+                response_tokens=[[t.num_policy_tokens for t in g.trajectories] for g in gs],
+            )
             for d, gs in by_domain.items()
         }
 

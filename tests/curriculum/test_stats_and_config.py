@@ -24,6 +24,13 @@ def test_stats_from_groups_hand_values() -> None:
                                 zero_variance_fraction=0.5)
 
 
+def test_stats_report_the_mean_response_length() -> None:
+    # lengths (3, 5) and (4, 8): 20 tokens over 4 samples -> 5.0
+    stats = domain_stats_from_groups([[1, 0], [0, 0]], response_tokens=[[3, 5], [4, 8]])
+    assert stats.mean_response_tokens == 5.0
+    assert domain_stats_from_groups([[1, 0]]).mean_response_tokens == 0.0
+
+
 def test_stats_reject_pass_rate_outside_unit_interval() -> None:
     with pytest.raises(ValueError):
         DomainStats(n=1, mean_reward=0.0, pass_rate=1.5)
