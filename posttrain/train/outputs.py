@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -137,11 +138,17 @@ class Outputs:
             self._tb.close()
 
 
-def _paired_rewards(base: DomainEval, final: DomainEval) -> tuple[list[float], list[float]]:
-    """The rewards of the tasks graded in both evaluations, in the same order."""
-    before = dict(zip(base.task_ids, base.rewards, strict=True))
-    common = [(before[t], r) for t, r in zip(final.task_ids, final.rewards, strict=True) if t in before]
+def _pair_by_task(
+    base_ids: Sequence[str], base: Sequence[float], final_ids: Sequence[str], final: Sequence[float]
+) -> tuple[list[float], list[float]]:
+    """The values of the tasks present in both evaluations, in the same order."""
+    before = dict(zip(base_ids, base, strict=True))
+    common = [(before[t], v) for t, v in zip(final_ids, final, strict=True) if t in before]
     return [b for b, _ in common], [f for _, f in common]
+
+
+def _paired_rewards(base: DomainEval, final: DomainEval) -> tuple[list[float], list[float]]:
+    return _pair_by_task(base.task_ids, base.rewards, final.task_ids, final.rewards)
 
 
 def _compare(base: DomainEval, final: DomainEval) -> dict[str, Any]:
@@ -169,9 +176,7 @@ def _compare(base: DomainEval, final: DomainEval) -> dict[str, Any]:
 
 def _compare_sampled(base: SampledEval, final: SampledEval) -> dict[str, Any]:
     """pass@1 (paired on the tasks both runs graded) and pass@k, base vs trained."""
-    before = dict(zip(base.task_ids, base.fractions, strict=True))
-    common = [(before[t], f) for t, f in zip(final.task_ids, final.fractions, strict=True) if t in before]
-    result = paired([b for b, _ in common], [f for _, f in common])
+    result = paired(*_pair_by_task(base.task_ids, base.fractions, final.task_ids, final.fractions))
     return {
         "k": final.k,
         "base_pass_at_1": base.pass_at_1,
