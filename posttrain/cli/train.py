@@ -184,11 +184,6 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
         mean["verdict"],
     )
     console = Console(width=None if sys.stdout.isatty() else 132)  # piped output keeps whole rows
+    console.print(f"run dir {run_dir}: summary.json, metrics.jsonl, plots/")
     console.print(table)
-    num = len(summary["domains"])
-    console.print(
-        f"{summary['domains_improved_significantly']}/{num} domains improved significantly, "
-        f"{summary['domains_regressed_significantly']}/{num} regressed significantly; mean reward "
-        f"{100 * mean['delta']:+.1f} pts [{100 * mean['ci_low']:+.1f}, {100 * mean['ci_high']:+.1f}] "
-        f"({mean['verdict']}); summary: {run_dir / 'summary.json'}"
-    )
+    console.print(summary["headline"], markup=False, highlight=False)

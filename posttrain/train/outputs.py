@@ -8,6 +8,7 @@ Layout: `config.yaml` (the resolved config), `metrics.jsonl` (one line per step:
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +19,7 @@ import yaml
 from posttrain.curriculum import DomainStats
 from posttrain.eval.evaluate import DomainEval
 from posttrain.eval.sampled import SampledEval
-from posttrain.eval.stats import paired, paired_mean_of_domains
+from posttrain.eval.stats import NUM_RESAMPLES, paired, paired_mean_of_domains
 from posttrain.train.config import TrainConfig
 
 
@@ -127,6 +128,7 @@ class Outputs:
             "domains_improved_significantly": verdicts.count("improved"),
             "domains_regressed_significantly": verdicts.count("regressed"),
         }
+        summary["headline"] = headline(summary)
         (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         write_plots(self.run_dir)
         return summary
@@ -136,6 +138,22 @@ class Outputs:
         self._metrics.close()
         if self._tb is not None:
             self._tb.close()
+
+
+def headline(summary: dict[str, Any]) -> str:
+    """The run in one line, from the summary's own numbers: domains whose verdict is `improved` and
+    `regressed`, and the mean over domains of the paired delta with its interval and p-value, e.g.
+    `9/12 domains improved significantly, 0 regressed; mean +14.2 pts [+11.0, +17.5] (p=0.001)`."""
+    counts = (f"{summary['domains_improved_significantly']}/{len(summary['domains'])} domains improved "
+              f"significantly, {summary['domains_regressed_significantly']} regressed")
+    mean = summary["mean_delta"]
+    if math.isnan(mean["delta"]):
+        return f"{counts}; mean: no eval task graded both times"
+    # The bootstrap p-value moves in steps of 2 / NUM_RESAMPLES; its floor, below that, means "smaller".
+    resolution = 2.0 / NUM_RESAMPLES
+    p_value = f"p<{resolution:g}" if mean["p_value"] < resolution else f"p={mean['p_value']:.3g}"
+    interval = f"[{100 * mean['ci_low']:+.1f}, {100 * mean['ci_high']:+.1f}]"
+    return f"{counts}; mean {100 * mean['delta']:+.1f} pts {interval} ({p_value})"
 
 
 def _pair_by_task(

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from posttrain.eval.evaluate import DomainEval
 from posttrain.eval.stats import bootstrap_ci
 from posttrain.train.config import TrainConfig
-from posttrain.train.outputs import Outputs
+from posttrain.train.outputs import Outputs, headline
 
 
 def _eval(domain: str, rewards: dict[str, float]) -> DomainEval:
@@ -36,6 +37,32 @@ def test_summary_pairs_tasks_by_id_and_calls_verdicts(tmp_path: Path) -> None:
     assert summary["domains"][flat]["p_value"] == 1.0
     assert summary["domains_improved_significantly"] == 1 and summary["domains_regressed_significantly"] == 0
     assert summary["mean_delta"]["delta"] == 0.5 and summary["domains"][up]["base"]["n"] == 40
+    # every resampled mean delta is 0.5, so the bootstrap p-value sits at its floor (1/2000)
+    assert summary["headline"] == (
+        "1/2 domains improved significantly, 0 regressed; mean +50.0 pts [+50.0, +50.0] (p<0.001)"
+    )
+
+
+def _summary(verdicts: list[str], delta: float, ci: tuple[float, float], p_value: float) -> dict[str, object]:
+    return {
+        "domains": {f"a/b/d{i}": {"verdict": v} for i, v in enumerate(verdicts)},
+        "domains_improved_significantly": verdicts.count("improved"),
+        "domains_regressed_significantly": verdicts.count("regressed"),
+        "mean_delta": {"delta": delta, "ci_low": ci[0], "ci_high": ci[1], "p_value": p_value},
+    }
+
+
+def test_headline_counts_verdicts_and_states_the_mean_with_its_interval() -> None:
+    verdicts = ["improved"] * 9 + ["no significant change"] * 2 + ["regressed"]
+    assert headline(_summary(verdicts, 0.142, (0.110, 0.1749), 0.001)) == (
+        "9/12 domains improved significantly, 1 regressed; mean +14.2 pts [+11.0, +17.5] (p=0.001)"
+    )
+    assert headline(_summary(["regressed", "no significant change"], -0.182, (-0.212, -0.15), 0.0005)) == (
+        "0/2 domains improved significantly, 1 regressed; mean -18.2 pts [-21.2, -15.0] (p<0.001)"
+    )
+    assert headline(_summary(["no significant change"], math.nan, (math.nan, math.nan), math.nan)) == (
+        "0/1 domains improved significantly, 0 regressed; mean: no eval task graded both times"
+    )
 
 
 def test_eval_round_trips_through_json() -> None:
