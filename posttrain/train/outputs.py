@@ -2,7 +2,8 @@
 
 Layout: `config.yaml` (the resolved config), `metrics.jsonl` (one line per step: global metrics and
 `domain/<id>/<metric>`), `eval_<label>.json`, `checkpoints/step_<n>/`, `summary.json` and
-`plots/*.png`. TensorBoard scalars are written too when `tensorboard` is installed.
+`plots/{reward,mixture}.png` (`posttrain.train.plots`). TensorBoard scalars are written too when
+`tensorboard` is installed.
 """
 
 from __future__ import annotations

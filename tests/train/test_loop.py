@@ -68,7 +68,8 @@ def test_run_dir_has_summary_metrics_and_plots(model_dir: Path, tmp_path: Path) 
     summary = train(make_config(model_dir, steps=2), tmp_path, log=lambda _: None)
     assert json.loads((tmp_path / "summary.json").read_text()) == summary
     assert set(summary["domains"]) == {"math/arithmetic/add@easy"}
-    assert (tmp_path / "plots" / "reward.png").stat().st_size > 0
+    assert all((tmp_path / "plots" / name).stat().st_size > 0 for name in ("reward.png", "mixture.png"))
+    assert "/1 domains improved significantly" in summary["headline"]
     assert (tmp_path / "config.yaml").is_file()
 
 
