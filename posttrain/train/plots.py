@@ -206,7 +206,8 @@ def _plot_mixture(rows: Sequence[dict[str, Any]], domains: Sequence[str], path: 
     fig, ax = plt.subplots(figsize=(10, 4.8), layout="constrained")
     ax.stackplot(steps, weights, labels=list(domains), colors=_class_colours(domains), linewidth=0.3,
                  edgecolor="white")
-    ax.set_xlim(steps[0], steps[-1])
+    if steps[-1] > steps[0]:  # one step has no width to fill
+        ax.set_xlim(steps[0], steps[-1])
     ax.set_ylim(0.0, 1.0)
     ax.set_xlabel("step")
     ax.set_ylabel("sampling weight (stacked)")
