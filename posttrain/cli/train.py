@@ -171,18 +171,25 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
     colours = {"improved": "green", "regressed": "red"}
     for domain_id, d in summary["domains"].items():
         colour = colours.get(d["verdict"], "white")
+        verdict = f"[{colour}]{d['verdict']}[/{colour}]"
+        if not d.get("trained", True):
+            domain_id = f"{domain_id} (untrained)"
+            verdict += " [red]DROPPED[/red]" if d.get("dropped") else ""
         low, high = d["delta_ci"]
         table.add_row(
             domain_id, str(d["num_paired"]), f"{d['base_reward']:.3f}", f"{d['final_reward']:.3f}",
-            f"{d['delta_reward']:+.3f}", f"[{low:+.3f}, {high:+.3f}]", f"{d['p_value']:.3g}",
-            f"[{colour}]{d['verdict']}[/{colour}]",
+            f"{d['delta_reward']:+.3f}", f"[{low:+.3f}, {high:+.3f}]", f"{d['p_value']:.3g}", verdict,
         )
-    mean = summary["mean_delta"]
-    table.add_row(
-        "mean", "", f"{summary['mean_base_reward']:.3f}", f"{summary['mean_final_reward']:.3f}",
-        f"{mean['delta']:+.3f}", f"[{mean['ci_low']:+.3f}, {mean['ci_high']:+.3f}]", f"{mean['p_value']:.3g}",
-        mean["verdict"],
-    )
+    blocks = [("mean, trained", summary)]
+    if "untrained" in summary:
+        blocks.append(("mean, untrained", summary["untrained"]))
+    for label, block in blocks:
+        mean = block["mean_delta"]
+        table.add_row(
+            label, "", f"{block['mean_base_reward']:.3f}", f"{block['mean_final_reward']:.3f}",
+            f"{mean['delta']:+.3f}", f"[{mean['ci_low']:+.3f}, {mean['ci_high']:+.3f}]", f"{mean['p_value']:.3g}",
+            mean["verdict"],
+        )
     console = Console(width=None if sys.stdout.isatty() else 132)  # piped output keeps whole rows
     console.print(f"run dir {run_dir}: summary.json, metrics.jsonl, plots/")
     console.print(table)

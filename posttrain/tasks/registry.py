@@ -88,6 +88,16 @@ class DomainsConfig(StrictModel):
     """Share of task contents (by hash) reserved for evaluation."""
     domains: list[DomainEntry] = Field(default_factory=_all_builtin)
     """The families; default: every built-in family at every level."""
+    untrained: list[str] = Field(default_factory=list)
+    """Glob patterns over domain ids: domains evaluated before and after training (and in the tiny base
+    model's SFT) but never sampled for RL, to show what training does to capabilities it does not train."""
+
+    def untrained_ids(self, domain_ids: Sequence[str]) -> list[str]:
+        """The ids among `domain_ids` that match an `untrained` pattern; every pattern must match one."""
+        for pattern in self.untrained:
+            if not any(fnmatch.fnmatchcase(d, pattern) for d in domain_ids):
+                raise ConfigError(f"domains.untrained: {pattern!r} matches no domain")
+        return [d for d in domain_ids if any(fnmatch.fnmatchcase(d, p) for p in self.untrained)]
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from posttrain.curriculum import DomainMixture, build_mixture_for_specs
+from posttrain.errors import ConfigError
 from posttrain.rollout import PromptRenderer, RolloutEngine, build_engine
 from posttrain.tasks.pool import TaskPool
 from posttrain.train.config import ModelConfig, RewardConfig, RolloutConfig, TrainConfig
@@ -59,19 +60,30 @@ class Components:
     tokenizer: Any
     renderer: PromptRenderer
     engine: RolloutEngine
+    untrained_ids: tuple[str, ...] = ()
+    """Domains evaluated but never sampled for training (`domains.untrained`)."""
+
+    @property
+    def trained_ids(self) -> list[str]:
+        return [d for d in self.pool.registry.ids() if d not in self.untrained_ids]
 
     @classmethod
     def build(cls, config: TrainConfig, log: Log) -> Components:
         pool = TaskPool.from_config(config.domains)
+        untrained = config.domains.untrained_ids(pool.registry.ids())
+        trained = [s for s in pool.registry.specs() if s.id not in untrained]
+        if not trained:
+            raise ConfigError("domains.untrained covers every domain: nothing is left to train on")
         model, tokenizer = build_policy(config, log)
         return cls(
             pool=pool,
             grader=build_grader(pool, config.reward),
-            mixture=build_mixture_for_specs(config.mixture, pool.registry.specs()),
+            mixture=build_mixture_for_specs(config.mixture, trained),
             model=model,
             tokenizer=tokenizer,
             renderer=PromptRenderer(tokenizer, config.rollout.system_prompt),
             engine=build_rollout_engine(config.rollout, model, config.model),
+            untrained_ids=tuple(untrained),
         )
 
     def close(self) -> None:

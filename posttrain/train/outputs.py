@@ -27,9 +27,13 @@ from posttrain.train.config import TrainConfig
 class Outputs:
     """Writes everything a run leaves behind; prints one progress line per step."""
 
-    def __init__(self, run_dir: Path, config: TrainConfig, domain_ids: list[str]) -> None:
+    def __init__(
+        self, run_dir: Path, config: TrainConfig, domain_ids: list[str], untrained_ids: Sequence[str] = ()
+    ) -> None:
         self.run_dir = run_dir
         self.domain_ids = domain_ids
+        self.untrained_ids = tuple(untrained_ids)
+        """Evaluated, never trained on: reported apart, with a flag on a drop (`UNTRAINED_DROP`)."""
         self.total_steps = config.steps
         self.seed = config.seed
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -112,23 +116,26 @@ class Outputs:
         if base_sampled is not None and final_sampled is not None:
             for d in self.domain_ids:
                 domains[d]["sampled"] = _compare_sampled(base_sampled[d], final_sampled[d])
-        overall = paired_mean_of_domains([_paired_rewards(base[d], final[d]) for d in self.domain_ids])
-        verdicts = [v["verdict"] for v in domains.values()]
-        summary = {
+        trained = [d for d in self.domain_ids if d not in self.untrained_ids]
+        for d in self.domain_ids:
+            domains[d]["trained"] = d in trained
+        summary: dict[str, Any] = {
             "steps": steps,
             "seed": self.seed,
             "base_model_sha256": base_model_hash,
             "elapsed_s": round(time.perf_counter() - self._start_s, 1),
             "domains": domains,
-            "mean_base_reward": _mean(v["base_reward"] for v in domains.values()),
-            "mean_final_reward": _mean(v["final_reward"] for v in domains.values()),
-            "mean_delta": {"delta": overall.delta, "ci_low": overall.ci_low, "ci_high": overall.ci_high,
-                           "p_value": overall.p_value, "verdict": overall.verdict},
-            "domains_improved": sum(v["delta_reward"] > 0 for v in domains.values()),
-            "domains_regressed": sum(v["delta_reward"] < 0 for v in domains.values()),
-            "domains_improved_significantly": verdicts.count("improved"),
-            "domains_regressed_significantly": verdicts.count("regressed"),
+            **_aggregate(domains, trained, base, final),
         }
+        if self.untrained_ids:
+            untrained = list(self.untrained_ids)
+            for d in untrained:
+                high = domains[d]["delta_ci"][1]
+                domains[d]["dropped"] = domains[d]["delta_reward"] < -UNTRAINED_DROP and high < 0
+            summary["untrained"] = {
+                **_aggregate(domains, untrained, base, final),
+                "dropped": [d for d in untrained if domains[d]["dropped"]],
+            }
         summary["headline"] = headline(summary)
         (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         write_plots(self.run_dir)
@@ -141,20 +148,52 @@ class Outputs:
             self._tb.close()
 
 
+UNTRAINED_DROP = 0.02
+"""An untrained domain whose reward falls by more than this, with its interval below zero, is flagged."""
+
+
+def _aggregate(
+    domains: dict[str, Any], ids: Sequence[str], base: dict[str, DomainEval], final: dict[str, DomainEval]
+) -> dict[str, Any]:
+    """Means and verdict counts over `ids`: the paired mean delta with its interval."""
+    overall = paired_mean_of_domains([_paired_rewards(base[d], final[d]) for d in ids])
+    verdicts = [domains[d]["verdict"] for d in ids]
+    return {
+        "num_domains": len(ids),
+        "mean_base_reward": _mean(domains[d]["base_reward"] for d in ids),
+        "mean_final_reward": _mean(domains[d]["final_reward"] for d in ids),
+        "mean_delta": {"delta": overall.delta, "ci_low": overall.ci_low, "ci_high": overall.ci_high,
+                       "p_value": overall.p_value, "verdict": overall.verdict},
+        "domains_improved": sum(domains[d]["delta_reward"] > 0 for d in ids),
+        "domains_regressed": sum(domains[d]["delta_reward"] < 0 for d in ids),
+        "domains_improved_significantly": verdicts.count("improved"),
+        "domains_regressed_significantly": verdicts.count("regressed"),
+    }
+
+
 def headline(summary: dict[str, Any]) -> str:
-    """The run in one line, from the summary's own numbers: domains whose verdict is `improved` and
-    `regressed`, and the mean over domains of the paired delta with its interval and p-value, e.g.
-    `9/12 domains improved significantly, 0 regressed; mean +14.2 pts [+11.0, +17.5] (p=0.001)`."""
-    counts = (f"{summary['domains_improved_significantly']}/{len(summary['domains'])} domains improved "
-              f"significantly, {summary['domains_regressed_significantly']} regressed")
-    mean = summary["mean_delta"]
+    """The run in one line, from the summary's own numbers: trained domains whose verdict is `improved`
+    and `regressed`, and the mean over them of the paired delta with its interval and p-value, e.g.
+    `9/12 trained domains improved significantly, 0 regressed; mean +14.2 pts [+11.0, +17.5] (p=0.001)`;
+    then the untrained domains' mean and how many dropped, when the run has any."""
+    line = (f"{summary['domains_improved_significantly']}/{summary['num_domains']} trained domains improved "
+            f"significantly, {summary['domains_regressed_significantly']} regressed; mean {_mean_text(summary)}")
+    untrained = summary.get("untrained")
+    if untrained:
+        line += (f"; {untrained['num_domains']} untrained domains: mean {_mean_text(untrained)}, "
+                 f"{len(untrained['dropped'])} dropped by more than {100 * UNTRAINED_DROP:g} pts")
+    return line
+
+
+def _mean_text(block: dict[str, Any]) -> str:
+    mean = block["mean_delta"]
     if math.isnan(mean["delta"]):
-        return f"{counts}; mean: no eval task graded both times"
+        return "n/a (no eval task graded both times)"
     # The bootstrap p-value moves in steps of 2 / NUM_RESAMPLES; its floor, below that, means "smaller".
     resolution = 2.0 / NUM_RESAMPLES
     p_value = f"p<{resolution:g}" if mean["p_value"] < resolution else f"p={mean['p_value']:.3g}"
     interval = f"[{100 * mean['ci_low']:+.1f}, {100 * mean['ci_high']:+.1f}]"
-    return f"{counts}; mean {100 * mean['delta']:+.1f} pts {interval} ({p_value})"
+    return f"{100 * mean['delta']:+.1f} pts {interval} ({p_value})"
 
 
 def _pair_by_task(

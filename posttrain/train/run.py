@@ -52,7 +52,7 @@ class Run:
         self.reward = RewardStage(parts.grader, config.reward, config.seed)
         self.base_model_hash = weights_sha256(parts.model)  # before LoRA wraps it or training moves it
         self.learner = build_learner(parts.model, config)
-        self.outputs = Outputs(run_dir, config, self.domain_ids)
+        self.outputs = Outputs(run_dir, config, self.domain_ids, parts.untrained_ids)
 
     @classmethod
     def create(cls, config: TrainConfig, run_dir: Path, log: Callable[[str], None]) -> Run:

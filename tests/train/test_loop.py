@@ -64,12 +64,50 @@ def test_reward_rises_on_a_trivially_learnable_domain(model_dir: Path, tmp_path:
     assert sum(history[-3:]) / 3 > sum(history[:3]) / 3 + 0.2
 
 
+def test_learnable_domain_improves_on_held_out_tasks_with_interval_clear_of_zero(
+    model_dir: Path, tmp_path: Path
+) -> None:
+    digit_reward = PluginVerifierConfig(plugin="tests.fakes.families:make_starts_with_digit")
+    domains = DomainsConfig(  # 40% of the 100 one-digit sums are held out
+        eval_fraction=0.4,
+        domains=[DomainEntry(family=ArithmeticConfig(ops=["add"], levels=["easy"]), verifier=digit_reward)],
+    )
+    config = make_config(model_dir, steps=14, domains=domains.model_dump(),
+                         eval={"tasks_per_domain": 64, "max_new_tokens": 3})
+    summary = train(config, tmp_path, log=lambda _: None)
+    domain = summary["domains"]["math/arithmetic/add@easy"]
+    assert domain["num_paired"] >= 30
+    assert domain["delta_ci"][0] > 0 and domain["p_value"] < 0.05 and domain["verdict"] == "improved"
+
+
+def test_untrained_domains_are_evaluated_but_never_sampled(model_dir: Path, tmp_path: Path) -> None:
+    digit_reward = PluginVerifierConfig(plugin="tests.fakes.families:make_starts_with_digit")
+    domains = DomainsConfig(
+        domains=[DomainEntry(family=ArithmeticConfig(ops=["add", "sub"], levels=["easy"]), verifier=digit_reward)],
+        untrained=["*/sub@*"],
+    )
+    summary = train(make_config(model_dir, steps=3, domains=domains.model_dump()), tmp_path, log=lambda _: None)
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert all("domain/math/arithmetic/sub@easy/samples" not in row for row in rows)
+    assert all(row["domain/math/arithmetic/add@easy/samples"] > 0 for row in rows)
+    assert summary["domains"]["math/arithmetic/sub@easy"]["trained"] is False
+    assert summary["num_domains"] == 1 and summary["untrained"]["num_domains"] == 1
+
+
+def test_untrained_pattern_must_match_and_leave_something_to_train() -> None:
+    from posttrain.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="matches no domain"):
+        DomainsConfig(untrained=["nope/*"]).untrained_ids(["math/arithmetic/add@easy"])
+    assert DomainsConfig(untrained=["math/*"]).untrained_ids(["math/a/b@easy", "text/c/d@easy"]) == ["math/a/b@easy"]
+
+
 def test_run_dir_has_summary_metrics_and_plots(model_dir: Path, tmp_path: Path) -> None:
     summary = train(make_config(model_dir, steps=2), tmp_path, log=lambda _: None)
     assert json.loads((tmp_path / "summary.json").read_text()) == summary
     assert set(summary["domains"]) == {"math/arithmetic/add@easy"}
     assert all((tmp_path / "plots" / name).stat().st_size > 0 for name in ("reward.png", "mixture.png"))
-    assert "/1 domains improved significantly" in summary["headline"]
+    assert "/1 trained domains improved significantly" in summary["headline"]
     assert (tmp_path / "config.yaml").is_file()
 
 

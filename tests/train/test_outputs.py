@@ -39,13 +39,13 @@ def test_summary_pairs_tasks_by_id_and_calls_verdicts(tmp_path: Path) -> None:
     assert summary["mean_delta"]["delta"] == 0.5 and summary["domains"][up]["base"]["n"] == 40
     # every resampled mean delta is 0.5, so the bootstrap p-value sits at its floor (1/2000)
     assert summary["headline"] == (
-        "1/2 domains improved significantly, 0 regressed; mean +50.0 pts [+50.0, +50.0] (p<0.001)"
+        "1/2 trained domains improved significantly, 0 regressed; mean +50.0 pts [+50.0, +50.0] (p<0.001)"
     )
 
 
 def _summary(verdicts: list[str], delta: float, ci: tuple[float, float], p_value: float) -> dict[str, object]:
     return {
-        "domains": {f"a/b/d{i}": {"verdict": v} for i, v in enumerate(verdicts)},
+        "num_domains": len(verdicts),
         "domains_improved_significantly": verdicts.count("improved"),
         "domains_regressed_significantly": verdicts.count("regressed"),
         "mean_delta": {"delta": delta, "ci_low": ci[0], "ci_high": ci[1], "p_value": p_value},
@@ -55,14 +55,37 @@ def _summary(verdicts: list[str], delta: float, ci: tuple[float, float], p_value
 def test_headline_counts_verdicts_and_states_the_mean_with_its_interval() -> None:
     verdicts = ["improved"] * 9 + ["no significant change"] * 2 + ["regressed"]
     assert headline(_summary(verdicts, 0.142, (0.110, 0.1749), 0.001)) == (
-        "9/12 domains improved significantly, 1 regressed; mean +14.2 pts [+11.0, +17.5] (p=0.001)"
+        "9/12 trained domains improved significantly, 1 regressed; mean +14.2 pts [+11.0, +17.5] (p=0.001)"
     )
     assert headline(_summary(["regressed", "no significant change"], -0.182, (-0.212, -0.15), 0.0005)) == (
-        "0/2 domains improved significantly, 1 regressed; mean -18.2 pts [-21.2, -15.0] (p<0.001)"
+        "0/2 trained domains improved significantly, 1 regressed; mean -18.2 pts [-21.2, -15.0] (p<0.001)"
     )
     assert headline(_summary(["no significant change"], math.nan, (math.nan, math.nan), math.nan)) == (
-        "0/1 domains improved significantly, 0 regressed; mean: no eval task graded both times"
+        "0/1 trained domains improved significantly, 0 regressed; mean n/a (no eval task graded both times)"
     )
+
+
+def test_untrained_domains_are_reported_apart_and_a_real_drop_is_flagged(tmp_path: Path) -> None:
+    trained, dropped, noisy = "math/x/trained", "math/x/dropped", "math/x/noisy"
+    outputs = Outputs(tmp_path, TrainConfig(), [trained, dropped, noisy], untrained_ids=[dropped, noisy])
+    tasks = [f"t{i}" for i in range(60)]
+    base = {trained: _eval(trained, dict.fromkeys(tasks, 0.0)),
+            dropped: _eval(dropped, dict.fromkeys(tasks, 1.0)),
+            noisy: _eval(noisy, {t: float(i % 2) for i, t in enumerate(tasks)})}
+    final = {trained: _eval(trained, dict.fromkeys(tasks, 1.0)),
+             # 30 of 60 tasks lost: -50 pts, interval far below zero
+             dropped: _eval(dropped, {t: float(i % 2) for i, t in enumerate(tasks)}),
+             # one task lost and one gained elsewhere would be 0; here one lost: -1.7 pts, not beyond 2
+             noisy: _eval(noisy, {t: 0.0 if i == 1 else float(i % 2) for i, t in enumerate(tasks)})}
+    summary = outputs.write_summary(base, final, steps=1)
+    outputs.close()
+    # the headline numbers are the trained domains' only
+    assert summary["num_domains"] == 1 and summary["mean_delta"]["delta"] == 1.0
+    assert [d["trained"] for d in summary["domains"].values()] == [True, False, False]
+    assert summary["domains"][dropped]["dropped"] and not summary["domains"][noisy]["dropped"]
+    assert summary["untrained"]["dropped"] == [dropped] and summary["untrained"]["num_domains"] == 2
+    assert summary["headline"].endswith("2 untrained domains: mean -25.8 pts [-32.5, -19.2] (p<0.001), "
+                                        "1 dropped by more than 2 pts")
 
 
 def test_eval_round_trips_through_json() -> None:
