@@ -1,0 +1,132 @@
+"""Learning benchmark: does RL on the true reward raise held-out reward, on several seeds, against a control?
+
+`posttrain bench learning [--config quickstart] [--seeds 0,1,2] [--no-control] [--set KEY=VALUE ...]`
+runs `posttrain train CONFIG --set seed=N` once per seed and once with `--set reward.mode=random` (the
+control: same config, coin-flip rewards), each in its own process exactly as a user would, then writes
+`learning.json`: every run's summary (per domain base and trained reward with intervals, paired delta,
+p-value, verdict; trained and untrained means; the base model's hash) and the acceptance checks below.
+
+Checks on each true-reward seed (greedy held-out pass rate, trained domains):
+- `improved_fraction`: at least 75% of the trained domains have a positive delta;
+- `significant`: at least half of the trained domains are `improved` at 95% (paired test);
+- `mean_gain`: the mean paired delta over trained domains is at least +10 points;
+- `no_regression`: no trained domain is `regressed`.
+Check on the control: `control_flat`: its mean delta is within +-2 points or its interval contains 0.
+The untrained domains' drops (more than 2 points with the interval below 0) are listed, not failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from posttrain.bench.report import emit_report
+
+MIN_IMPROVED_FRACTION = 0.75
+MIN_SIGNIFICANT_FRACTION = 0.5
+MIN_MEAN_GAIN = 0.10
+CONTROL_BAND = 0.02
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="posttrain bench learning", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="quickstart", help="YAML path or preset name")
+    parser.add_argument("--seeds", default="0,1,2", help="RL seeds (the base model does not depend on them)")
+    parser.add_argument("--no-control", action="store_true", help="skip the random-reward control run")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override for every run")
+    parser.add_argument("--runs", type=Path, default=None, help="run folders (default OUT/learning-runs)")
+    parser.add_argument("--out", default="bench/results")
+    parser.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
+    return parser.parse_args(argv)
+
+
+def run_training(config: str, run_dir: Path, overrides: list[str]) -> tuple[dict[str, Any], float]:
+    """One `posttrain train` in a fresh process; its summary.json and wall seconds."""
+    command = [sys.executable, "-m", "posttrain.cli", "train", config, "--run-dir", str(run_dir)]
+    for item in overrides:
+        command += ["--set", item]
+    print(f"[bench learning] posttrain {' '.join(command[3:])}", file=sys.stderr, flush=True)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    start = time.perf_counter()
+    subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    return json.loads((run_dir / "summary.json").read_text()), wall
+
+
+def seed_checks(summary: dict[str, Any]) -> dict[str, bool]:
+    """The acceptance checks of one true-reward run (see the module docstring)."""
+    trained = [d for d in summary["domains"].values() if d.get("trained", True)]
+    n = max(len(trained), 1)
+    improved = sum(d["delta_reward"] > 0 for d in trained)
+    significant = sum(d["verdict"] == "improved" for d in trained)
+    return {
+        "improved_fraction": improved / n >= MIN_IMPROVED_FRACTION,
+        "significant": significant >= math.ceil(MIN_SIGNIFICANT_FRACTION * n),
+        "mean_gain": summary["mean_delta"]["delta"] >= MIN_MEAN_GAIN,
+        "no_regression": all(d["verdict"] != "regressed" for d in trained),
+    }
+
+
+def control_check(summary: dict[str, Any]) -> bool:
+    """The control shows no gain: mean delta within +-2 points, or an interval that contains 0."""
+    mean = summary["mean_delta"]
+    return abs(mean["delta"]) <= CONTROL_BAND or mean["ci_low"] <= 0.0 <= mean["ci_high"]
+
+
+def condense(summary: dict[str, Any], wall_s: float) -> dict[str, Any]:
+    """The numbers of one run that the report keeps."""
+    domains = {
+        domain_id: {
+            "trained": d.get("trained", True), "base": d["base"], "final": d["final"],
+            "delta": d["delta_reward"], "delta_ci": d["delta_ci"], "p_value": d["p_value"],
+            "verdict": d["verdict"], **({"dropped": d["dropped"]} if "dropped" in d else {}),
+        }
+        for domain_id, d in summary["domains"].items()
+    }
+    keep = ("seed", "steps", "base_model_sha256", "headline", "num_domains", "mean_base_reward",
+            "mean_final_reward", "mean_delta", "domains_improved", "domains_regressed",
+            "domains_improved_significantly", "domains_regressed_significantly", "untrained")
+    return {**{k: summary[k] for k in keep if k in summary}, "wall_s": round(wall_s, 1), "domains": domains}
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    runs_root = args.runs or Path(args.out) / "learning-runs"
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    report: dict[str, Any] = {
+        "command": "posttrain bench learning " + " ".join(argv), "config": args.config,
+        "overrides": args.overrides, "cpus": os.cpu_count(), "seeds": {}, "checks": {},
+    }
+    start = time.perf_counter()
+    for seed in seeds:
+        summary, wall = run_training(args.config, runs_root / f"seed{seed}", [*args.overrides, f"seed={seed}"])
+        report["seeds"][str(seed)] = condense(summary, wall)
+        report["checks"][f"seed{seed}"] = seed_checks(summary)
+    if not args.no_control:
+        overrides = [*args.overrides, f"seed={seeds[0] if seeds else 0}", "reward.mode=random"]
+        summary, wall = run_training(args.config, runs_root / "control", overrides)
+        report["control"] = condense(summary, wall)
+        report["checks"]["control_flat"] = control_check(summary)
+    report["total_wall_s"] = round(time.perf_counter() - start, 1)
+    report["passed"] = all(v if isinstance(v, bool) else all(v.values()) for v in report["checks"].values())
+    emit_report(report, args.out, "learning.json", args.json, _print_table)
+    return 0
+
+
+def _print_table(report: dict[str, Any]) -> None:
+    rows = [(f"seed {k}", v) for k, v in report["seeds"].items()]
+    if "control" in report:
+        rows.append(("random-reward control", report["control"]))
+    for label, run in rows:
+        print(f"{label:22s} {run['headline']}  ({run['wall_s']:.0f} s)")
+    for name, check in report["checks"].items():
+        print(f"{name:22s} {check}")
+    print(f"passed: {report['passed']}")

@@ -1,0 +1,68 @@
+"""The learning benchmark's acceptance checks and report, on hand-made run summaries."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from posttrain.bench import learning
+
+
+def _domain(delta: float, verdict: str, trained: bool = True) -> dict[str, Any]:
+    side = {"reward": 0.3, "pass_rate": 0.3, "ci_low": 0.25, "ci_high": 0.35, "n": 256}
+    return {"trained": trained, "base": side, "final": side, "delta_reward": delta,
+            "delta_ci": [delta - 0.05, delta + 0.05], "p_value": 0.01, "verdict": verdict}
+
+
+def _summary(deltas: list[tuple[float, str]], mean: float, ci: tuple[float, float], seed: int = 0) -> dict[str, Any]:
+    domains = {f"a/b/d{i}": _domain(d, v) for i, (d, v) in enumerate(deltas)}
+    domains["a/b/untrained"] = _domain(-0.2, "regressed", trained=False)  # never counts against the run
+    return {"seed": seed, "steps": 10, "headline": "h", "domains": domains,
+            "mean_delta": {"delta": mean, "ci_low": ci[0], "ci_high": ci[1], "p_value": 0.001}}
+
+
+def test_a_run_that_learns_passes_every_check() -> None:
+    deltas = [(0.15, "improved"), (0.12, "improved"), (0.02, "no significant change"), (0.11, "improved")]
+    assert learning.seed_checks(_summary(deltas, 0.10, (0.07, 0.13))) == {
+        "improved_fraction": True, "significant": True, "mean_gain": True, "no_regression": True}
+
+
+def test_each_check_fails_on_its_own() -> None:
+    # 2 of 4 improved (< 75%), 1 of 4 significant (< half), mean +9.9 (< +10), one significant regression
+    deltas = [(0.3, "improved"), (0.01, "no significant change"), (-0.01, "no significant change"),
+              (-0.2, "regressed")]
+    assert learning.seed_checks(_summary(deltas, 0.099, (0.05, 0.15))) == {
+        "improved_fraction": False, "significant": False, "mean_gain": False, "no_regression": False}
+
+
+@pytest.mark.parametrize(("mean", "ci", "flat"), [
+    (0.015, (0.01, 0.02), True),     # inside +-2 points
+    (-0.05, (-0.09, 0.01), True),    # interval contains 0
+    (-0.18, (-0.21, -0.15), False),  # a real drop is not "flat" either
+    (0.04, (0.01, 0.07), False),
+])
+def test_control_is_flat_only_within_the_band_or_its_interval(mean: float, ci: tuple[float, float],
+                                                               flat: bool) -> None:
+    assert learning.control_check(_summary([(0.0, "no significant change")], mean, ci)) is flat
+
+
+def test_report_holds_every_run_and_its_checks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[list[str]] = []
+    good = [(0.15, "improved")] * 4
+
+    def fake_run(config: str, run_dir: Path, overrides: list[str]) -> tuple[dict[str, Any], float]:
+        calls.append(overrides)
+        if "reward.mode=random" in overrides:
+            return _summary([(0.0, "no significant change")], 0.005, (-0.01, 0.02)), 1.0
+        return _summary(good, 0.15, (0.1, 0.2), seed=int(overrides[-1].split("=")[1])), 2.0
+
+    monkeypatch.setattr(learning, "run_training", fake_run)
+    assert learning.main(["--seeds", "0,1", "--set", "steps=5", "--out", str(tmp_path), "--json"]) == 0
+    report = json.loads((tmp_path / "learning.json").read_text())
+    assert calls == [["steps=5", "seed=0"], ["steps=5", "seed=1"], ["steps=5", "seed=0", "reward.mode=random"]]
+    assert list(report["seeds"]) == ["0", "1"] and report["seeds"]["1"]["seed"] == 1
+    assert report["seeds"]["0"]["domains"]["a/b/untrained"]["trained"] is False
+    assert report["checks"]["control_flat"] is True and report["passed"] is True
