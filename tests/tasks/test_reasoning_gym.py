@@ -19,7 +19,7 @@ from posttrain.tasks.families.reasoning_gym import (
     available_datasets,
     clear_caches,
 )
-from posttrain.types import DomainSpec, ErrorKind, TaxonomyPath, Task
+from posttrain.types import DomainSpec, ErrorKind, Task, TaxonomyPath
 from posttrain.verify import ReasoningGymConfig, Verifier, build_verifier
 from posttrain.verify.gym import decode_entry, encode_entry
 
