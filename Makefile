@@ -11,7 +11,7 @@ export TOKENIZERS_PARALLELISM := false
 export RAY_AUTH_MODE := disabled
 export PYTHONHASHSEED := 0
 
-.PHONY: setup demo test test-all bench lint clean
+.PHONY: setup demo demo-smollm2 test test-all bench lint clean
 
 setup: $(STAMP)
 
@@ -28,6 +28,10 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(VENV)/bin/posttrain demo
+
+# SmolLM2-135M-Instruct with LoRA on one CPU thread, about 30 minutes (docs/training.md).
+demo-smollm2: $(STAMP)
+	$(VENV)/bin/posttrain train smollm2-cpu
 
 test: $(STAMP)
 	$(PY) -m pytest

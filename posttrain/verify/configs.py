@@ -16,11 +16,12 @@ from posttrain.config import StrictModel
 from posttrain.plugins import PluginConfig
 
 ExtractMode = Literal[
-    "none", "auto", "boxed", "answer_tag", "hashes", "last_number", "final_line", "answer_block"
+    "none", "auto", "boxed", "answer_tag", "answer_line", "hashes", "last_number", "final_line",
+    "answer_block",
 ]
 """How to pull the answer out of a response (see `posttrain.verify.extract`): `auto` tries boxed,
-`<answer>`/`Answer:`, `####`, then the final line; `answer_block` tries `<answer>`, boxed, then the
-whole response (for multi-line answers such as grids)."""
+`<answer>`/`Answer:`/"the answer is", `####`, then the final line; `answer_block` tries `<answer>`, boxed,
+the "Answer:"/"the answer is" line, then the whole response (for multi-line answers such as grids)."""
 
 
 class _VerifierConfig(StrictModel):

@@ -4,13 +4,17 @@ Modes (`ExtractMode` in `posttrain.verify.configs`):
 
 - `none`: the whole response, stripped.
 - `boxed`: the content of the last balanced `\\boxed{...}` (or `\\fbox{...}`); nested braces are fine.
-- `answer_tag`: the last `<answer>...</answer>` block, else the rest of the line after the last
-  `Answer:` (markdown emphasis such as `**Answer:**` is tolerated).
+- `answer_tag`: the last `<answer>...</answer>` block, else the final-answer statement (`answer_line`).
+- `answer_line`: the rest of the line after the last `Answer:` or `... answer ... is` ("The answer is
+  18.", "The final answer to the problem is 7."); markdown emphasis, surrounding quotes and one trailing
+  full stop or exclamation mark are dropped. Only the last statement counts, and only its own line, so
+  a response that states several candidates is graded on one of them.
 - `hashes`: the rest of the line after the last `####` (GSM8K style).
 - `last_number`: the last number-looking token (`-1,234.5`, `3/4`, `.5`).
 - `final_line`: the last non-empty line.
 - `auto`: `boxed`, then `answer_tag`, then `hashes`, then `final_line` - the first that finds something.
-- `answer_block`: `<answer>` block, then `boxed`, then the whole response (for multi-line answers).
+- `answer_block`: `<answer>` block, then `boxed`, then `answer_line`, then the whole response (for
+  multi-line answers; small instruct models state a final answer in prose far more often than in tags).
 
 Guarantees: never raises for any `str`; work is bounded - only the last `TAIL_CHARS` characters of a
 response are examined (answers come at the end), every regex is linear (no nested quantifiers), and lone
@@ -33,9 +37,11 @@ _BOXED_OR_BRACE = re.compile(r"\\(?:boxed|fbox)\s*\{|[{}]")
 _BOXED_BARE = re.compile(r"\\boxed ([^\s$]+)")
 _OPEN_TAG = re.compile(r"<answer>", re.IGNORECASE)
 _CLOSE_TAG = re.compile(r"</answer>", re.IGNORECASE)
-_ANSWER_LINE = re.compile(r"answer[\s*_]*[:：]", re.IGNORECASE)
+# "Answer:" or "answer <up to 48 characters within the sentence> is"; the bounded gap keeps it linear.
+_ANSWER_LINE = re.compile(r"answer(?:[\s*_]*[:：]|\b[^\n.:：]{0,48}?\bis\b[\s*_]*[:：]?)", re.IGNORECASE)
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:/\d+)?|-?\.\d+")
 _EMPHASIS = " \t*_`"
+_QUOTES = "\"'“”‘’"
 
 
 def clean_text(text: str) -> str:
@@ -70,15 +76,23 @@ def last_boxed(text: str) -> str | None:
 
 
 def answer_tag(text: str) -> str | None:
-    """The last `<answer>` block, else the rest of the line after the last `Answer:`."""
+    """The last `<answer>` block, else the final-answer statement (`answer_line`)."""
     block = tag_block(text)
-    if block is not None:
-        return block
+    return block if block is not None else answer_line(text)
+
+
+def answer_line(text: str) -> str | None:
+    """The rest of the line after the last `Answer:` or `answer ... is`, without emphasis, quotes and
+    a trailing full stop."""
     line = _last_match(_ANSWER_LINE, text)
     if line is None:
         return None
-    rest = text[line.end() :].split("\n", 1)[0].strip(_EMPHASIS).strip()
-    return rest or None
+    rest = text[line.end() :].split("\n", 1)[0].strip(_EMPHASIS)
+    if rest[-1:] in (".", "!"):
+        rest = rest[:-1].rstrip(_EMPHASIS)
+    if len(rest) >= 2 and rest[0] in _QUOTES and rest[-1] in _QUOTES:
+        rest = rest[1:-1]
+    return rest.strip() or None
 
 
 def tag_block(text: str) -> str | None:
@@ -140,11 +154,12 @@ _MODES: dict[str, Callable[[str], str | None]] = {
     "none": whole,
     "boxed": last_boxed,
     "answer_tag": answer_tag,
+    "answer_line": answer_line,
     "hashes": after_hashes,
     "last_number": last_number,
     "final_line": final_line,
     "auto": _first_of(last_boxed, answer_tag, after_hashes, final_line),
-    "answer_block": _first_of(tag_block, last_boxed, whole),
+    "answer_block": _first_of(tag_block, last_boxed, answer_line, whole),
 }
 
 

@@ -19,8 +19,8 @@ from posttrain.tasks.families.reasoning_gym import (
     available_datasets,
     clear_caches,
 )
-from posttrain.types import DomainSpec, ErrorKind, TaxonomyPath
-from posttrain.verify import ReasoningGymConfig, build_verifier
+from posttrain.types import DomainSpec, ErrorKind, Task, TaxonomyPath
+from posttrain.verify import ReasoningGymConfig, Verifier, build_verifier
 from posttrain.verify.gym import decode_entry, encode_entry
 
 GARBAGE = "zzq ~~ ###garbage### \x00 \\boxed{qqzx} Answer: nonsense-token-7f3"
@@ -113,6 +113,44 @@ def test_levels_differ_where_the_curriculum_allows(sample_family: ReasoningGymFa
 def test_level_without_distinct_config_says_so(sample_family: ReasoningGymFamily) -> None:
     knight = [spec for spec in sample_family.domains() if "/knight_swap@" in spec.id]
     assert all("default config" in spec.description for spec in knight)
+
+
+@pytest.fixture(scope="module")
+def numeric_family() -> ReasoningGymFamily:
+    names = ["basic_arithmetic", "chain_sum", "leg_counting"]
+    return ReasoningGymFamily(ReasoningGymFamilyConfig(datasets=names, levels=["easy"]))
+
+
+def _tasks_and_verifiers(family: ReasoningGymFamily, num_tasks: int) -> list[tuple[Task, Verifier, str]]:
+    out = []
+    for spec in family.domains():
+        verifier = build_verifier(family.verifier(spec))
+        for index in range(num_tasks):
+            task = family.task(spec, index, seed=0)
+            out.append((task, verifier, str(decode_entry(task.gold)["answer"])))
+    return out
+
+
+def test_a_final_answer_stated_in_prose_passes(numeric_family: ReasoningGymFamily) -> None:
+    # what small instruct models write instead of tags
+    for task, verifier, gold in _tasks_and_verifiers(numeric_family, 4):
+        for response in (f"The answer is {gold}.", f"Answer: {gold}", f"The final answer to this problem is {gold}."):
+            assert verifier.score(task, response).passed, (task.id, response)
+
+
+def test_a_response_listing_candidates_does_not_pass(numeric_family: ReasoningGymFamily) -> None:
+    candidates = [str(n) for n in range(-100, 1000)]
+    for task, verifier, gold in _tasks_and_verifiers(numeric_family, 4):
+        assert gold in candidates
+        others = [c for c in candidates if c != gold]
+        responses = [
+            ", ".join(candidates),
+            "The answer is " + ", ".join(candidates) + ".",
+            "The answer is " + " or ".join(candidates),
+            "\n".join(f"The answer is {c}." for c in [*candidates, others[0]]),  # only the last one counts
+        ]
+        for response in responses:
+            assert not verifier.score(task, response).passed, (task.id, response[:80])
 
 
 def test_verifier_is_the_datasets_own_scorer(sample_family: ReasoningGymFamily) -> None:

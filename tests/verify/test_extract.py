@@ -21,6 +21,17 @@ from posttrain.verify.extract import TAIL_CHARS, clean_text, extract_answer
         ("final answer: first\nFinal Answer: second", "answer_tag", "second"),
         ("<answer>\n1 2\n3 4\n</answer>", "answer_tag", "1 2\n3 4"),
         ("<ANSWER>x</ANSWER> <answer>y</answer>", "answer_tag", "y"),
+        ("The answer is 18.", "answer_tag", "18"),
+        ("The answer is 18.", "answer_line", "18"),
+        ("The final answer to the given arithmetic problem is -7.", "answer_line", "-7"),
+        ('The answer to this question is: "Lug"', "answer_line", "Lug"),
+        ("**Answer:** 3/4", "answer_line", "3/4"),
+        ("The answer is 1.\nThe answer is 2.", "answer_line", "2"),  # only the last statement
+        ("The answer is 3. Because 1 + 2 = 3", "answer_line", "3. Because 1 + 2 = 3"),  # the line, whole
+        ("The answer is 3, 4 or 5.", "answer_line", "3, 4 or 5"),  # candidates stay one string
+        ('The letter "y" appears 5 times.', "answer_line", None),
+        ("He answered: yes. This is it.", "answer_line", None),
+        ("The answer.", "answer_line", None),
         ("work\n#### 1,234", "hashes", "1,234"),
         ("####", "hashes", None),
         ("1 then -2,500.75 then", "last_number", "-2,500.75"),
@@ -35,6 +46,9 @@ from posttrain.verify.extract import TAIL_CHARS, clean_text, extract_answer
         ("x\nlast line", "auto", "last line"),
         ("grid:\n1 2\n3 4", "answer_block", "grid:\n1 2\n3 4"),
         ("<answer>1 2\n3 4</answer>", "answer_block", "1 2\n3 4"),
+        ("The answer is 4. <answer>5</answer>", "answer_block", "5"),
+        ("The answer is \\boxed{6}", "answer_block", "6"),
+        ("I think so.\nThe answer is 18.", "answer_block", "18"),
     ],
 )
 def test_extract_modes(response: str, mode: str, expected: str | None) -> None:
@@ -42,7 +56,8 @@ def test_extract_modes(response: str, mode: str, expected: str | None) -> None:
 
 
 @pytest.mark.parametrize(
-    "mode", ["none", "auto", "boxed", "answer_tag", "hashes", "last_number", "final_line"]
+    "mode",
+    ["none", "auto", "boxed", "answer_tag", "answer_line", "hashes", "last_number", "final_line", "answer_block"],
 )
 def test_empty_response_extracts_nothing(mode: str) -> None:
     assert extract_answer("", mode) is None  # type: ignore[arg-type]
@@ -64,11 +79,12 @@ def test_lone_surrogates_are_replaced() -> None:
     [
         "\\boxed{" * 2_000_000,
         "answer" + " " * 5_000_000,
+        "answer " * 2_000_000,
         "<answer>" * 1_000_000,
         "1," * 5_000_000,
         "{" * 10_000_000,
     ],
-    ids=["open-boxes", "answer-spaces", "open-tags", "comma-digits", "braces"],
+    ids=["open-boxes", "answer-spaces", "answer-words", "open-tags", "comma-digits", "braces"],
 )
 def test_adversarial_megabyte_responses_terminate(response: str) -> None:
     for mode in ("auto", "answer_block", "last_number"):
