@@ -11,7 +11,7 @@ export TOKENIZERS_PARALLELISM := false
 export RAY_AUTH_MODE := disabled
 export PYTHONHASHSEED := 0
 
-.PHONY: setup demo demo-smollm2 test test-all bench lint clean
+.PHONY: setup demo demo-smollm2 test test-all bench bench-learning lint clean
 
 setup: $(STAMP)
 
@@ -42,6 +42,11 @@ test-all: $(STAMP)
 bench: $(STAMP)
 	@mkdir -p bench/results
 	$(VENV)/bin/posttrain bench all --json --out bench/results
+
+# Three RL seeds and the random-reward control on the quickstart preset, about 12 minutes.
+bench-learning: $(STAMP)
+	@mkdir -p bench/results
+	$(VENV)/bin/posttrain bench learning --out bench/results
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check posttrain tests bench
