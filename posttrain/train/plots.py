@@ -50,7 +50,9 @@ def write_plots(run_dir: Path) -> list[Path]:
     out_dir = run_dir / "plots"
     out_dir.mkdir(exist_ok=True)
     reward, mixture = out_dir / "reward.png", out_dir / "mixture.png"
-    _plot_rewards(rows, read_evals(run_dir, last_step), summary, domains, reward)
+    # untrained domains have evaluations but no train samples: the summary lists every domain
+    panels = list(summary.get("domains", {})) or domains
+    _plot_rewards(rows, read_evals(run_dir, last_step), summary, panels, reward)
     _plot_mixture(rows, domains, mixture)
     return [reward, mixture]
 
@@ -154,8 +156,10 @@ def _plot_rewards(
         ax.plot(steps, smooth(steps, values, counts, half_width), color="tab:blue", linewidth=1.6,
                 label=f"moving average (±{half_width} steps)")
         _plot_evals(ax, domain, evals)
-        ax.set_title(title, fontsize=10)
-        _annotate(ax, summary.get("domains", {}).get(domain))
+        compared = summary.get("domains", {}).get(domain)
+        untrained = compared is not None and not compared.get("trained", True)
+        ax.set_title(f"{title} (untrained)" if untrained else title, fontsize=10)
+        _annotate(ax, compared)
         ax.grid(alpha=0.3)
     for ax in axes.flat[len(domains):]:
         ax.set_visible(False)
@@ -169,7 +173,7 @@ def _plot_rewards(
     fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=9, frameon=False)
     title = "per-domain reward: train samples vs held-out greedy eval"
     if summary.get("headline"):
-        title += f"\n{summary['headline']}"
+        title += "\n" + summary["headline"].replace("; ", "\n")  # one line per clause
     fig.suptitle(title, fontsize=11)
     fig.savefig(path, dpi=110)
     plt.close(fig)
