@@ -33,6 +33,10 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval)
 
+    p = sub.add_parser("diagnose", help="per domain and eval point: train signal next to held-out reward")
+    p.add_argument("run_dir", type=Path)
+    p.set_defaults(func=cmd_diagnose)
+
     base = sub.add_parser("base", help="base models")
     bsub = base.add_subparsers(dest="base_command", metavar="ACTION", required=True)
     p = bsub.add_parser("build", help="build (or reuse) the embedded tiny base model")
@@ -45,6 +49,16 @@ def register(sub: Any) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--run-dir", type=Path)
     p.set_defaults(func=cmd_demo)
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    from posttrain.errors import UsageError
+    from posttrain.train.diagnose import diagnose, markdown
+
+    if not (args.run_dir / "metrics.jsonl").is_file():
+        raise UsageError(f"{args.run_dir} is not a run directory (no metrics.jsonl)")
+    print(markdown(diagnose(args.run_dir)))
+    return 0
 
 
 def resolve_config_path(name: str) -> Path:

@@ -69,6 +69,9 @@ class PolicyConfig(StrictModel):
     """Positions per chunk when turning logits into log-probabilities and entropy."""
     seed: int = 0
     """Seeds adapter initialisation (the global RNG is left alone)."""
+    track_kl_to_base: bool = False
+    """Report the sampling policy's KL to the base model (k3, per domain) every step even when
+    `loss.kl_beta` is 0: one more no-grad forward per batch, and a frozen copy of the model unless LoRA."""
 
 
 def lr_multiplier(step: int, config: PolicyConfig) -> float:

@@ -154,6 +154,7 @@ class PolicyTrainer:
         )
         self.lr_schedule = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: lr_multiplier(s, config))
         self.step_count = 0
+        self._entropy_sums: dict[str, float] = defaultdict(float)  # per domain, over the current step
         self._last_lr = config.lr * lr_multiplier(0, config)
         forward = inspect.signature(_base_model(self.model).forward).parameters
         self._can_keep_logits = "logits_to_keep" in forward
@@ -167,8 +168,12 @@ class PolicyTrainer:
         """The rollout engine's weights: `causal_lm`'s state dict (views, not copies)."""
         return dict(self.causal_lm.state_dict())
 
+    @property
+    def _needs_reference(self) -> bool:
+        return self.config.loss.kl_beta > 0 or self.config.track_kl_to_base
+
     def _reference(self, model: nn.Module, ref_model: nn.Module | None) -> nn.Module | None:
-        if self.config.loss.kl_beta <= 0:
+        if not self._needs_reference:
             return None
         if ref_model is None and self.config.lora is not None:
             return None  # the adapter-free base model is the reference
@@ -249,15 +254,12 @@ class PolicyTrainer:
         if len(batch) == 0:
             raise ValueError("empty TrainBatch")
         old = batch.old_logprobs or self.logprobs(batch.prompt_ids, batch.response_ids)
-        ref = (
-            self.reference_logprobs(batch.prompt_ids, batch.response_ids)
-            if self.config.loss.kl_beta > 0
-            else None
-        )
+        ref = self.reference_logprobs(batch.prompt_ids, batch.response_ids) if self._needs_reference else None
         weights = batch.sample_weights or [1.0] * len(batch)
         totals: dict[str, float] = defaultdict(float)
         domain_sums: dict[str, float] = defaultdict(float)
         domain_counts: dict[str, int] = defaultdict(int)
+        self._entropy_sums = defaultdict(float)
         was_training = self.model.training
         self.model.train()
         parts = chunks(len(batch), math.ceil(len(batch) / self.config.mini_batches))
@@ -275,6 +277,9 @@ class PolicyTrainer:
         result = {key: value / num_updates for key, value in totals.items()}
         result["lr"] = self._last_lr
         result.update({f"loss/{d}": domain_sums[d] / domain_counts[d] for d in sorted(domain_sums)})
+        result.update({f"entropy/{d}": self._entropy_sums[d] / domain_counts[d] for d in sorted(domain_sums)})
+        if ref is not None:
+            result.update(kl_to_base(batch, old, ref))
         return result
 
     def _optimizer_step(
@@ -320,6 +325,11 @@ class PolicyTrainer:
             for key in ("loss", "pg_loss", "kl", "entropy", "clip_fraction", "kl_old"):
                 totals[key] += float(getattr(out, key).item())
             sample_losses.extend(out.sample_losses.tolist())
+            if entropy is not None:  # per-sample token-mean entropy, summed per domain for the step's report
+                token_mask = mask.to(entropy.device)
+                per_sample = (entropy.detach() * token_mask).sum(1) / token_mask.sum(1).clamp(min=1.0)
+                for i, value in zip(rows, per_sample.tolist(), strict=True):
+                    self._entropy_sums[batch.domain_ids[i]] += value
         totals["grad_norm"] = self._clip_gradients()
         self._last_lr = float(self.optimizer.param_groups[0]["lr"])
         self.optimizer.step()
@@ -362,6 +372,22 @@ class PolicyTrainer:
 
             return dict(get_peft_model_state_dict(self.model))
         return dict(self.model.state_dict())
+
+
+def kl_to_base(batch: TrainBatch, logprobs: list[list[float]], ref: list[list[float]]) -> dict[str, float]:
+    """Token-mean k3 KL of the sampling policy to the reference, per sample, averaged overall
+    (`kl_base`) and per domain (`kl_base/<domain>`), over loss tokens only."""
+    sums: dict[str, float] = defaultdict(float)
+    counts: dict[str, int] = defaultdict(int)
+    for i, (lp, rp) in enumerate(zip(logprobs, ref, strict=True)):
+        mask = batch.loss_masks[i] if batch.loss_masks is not None else [1.0] * len(lp)
+        tokens = [(r - p, m) for p, r, m in zip(lp, rp, mask, strict=True) if m > 0]
+        value = sum(math.exp(d) - d - 1.0 for d, _ in tokens) / max(len(tokens), 1)
+        sums[batch.domain_ids[i]] += value
+        counts[batch.domain_ids[i]] += 1
+    result = {"kl_base": sum(sums.values()) / max(sum(counts.values()), 1)}
+    result.update({f"kl_base/{d}": sums[d] / counts[d] for d in sorted(sums)})
+    return result
 
 
 def _base_model(model: nn.Module) -> nn.Module:

@@ -127,6 +127,27 @@ def test_k3_kl_is_zero_when_policy_equals_reference() -> None:
     assert second["kl"] > 1e-6  # after one update the policy has moved away
 
 
+def test_kl_to_base_is_tracked_per_domain_without_a_kl_penalty() -> None:
+    trainer = PolicyTrainer(tiny_random(), PolicyConfig(lr=1e-2, track_kl_to_base=True))
+    assert trainer.config.loss.kl_beta == 0.0
+    first = trainer.step(_batch())
+    second = trainer.step(_batch())
+    assert first["kl"] == 0.0  # not in the loss
+    assert first["kl_base"] == pytest.approx(0.0, abs=1e-7)  # the sampling policy is still the base
+    assert second["kl_base"] > 1e-6 and second["kl_base/a"] > 1e-6 and second["kl_base/b"] > 1e-6
+    # the overall figure is the mean over samples; domain a has 3 samples (one of them empty), b has 3
+    assert second["kl_base"] == pytest.approx((second["kl_base/a"] + second["kl_base/b"]) / 2, rel=1e-6)
+    assert "kl_base" not in PolicyTrainer(tiny_random(), PolicyConfig()).step(_batch())
+
+
+def test_entropy_is_reported_per_domain() -> None:
+    trainer = PolicyTrainer(tiny_random(), PolicyConfig(micro_batch_size=2))
+    metrics = trainer.step(_batch(domains=["a", "a", "a", "a", "a", "b"]))
+    assert metrics["entropy/a"] > 0 and metrics["entropy/b"] > 0
+    # a random model's next-token entropy is close to log(vocab) everywhere, so the domains agree
+    assert metrics["entropy/a"] == pytest.approx(metrics["entropy/b"], rel=0.2)
+
+
 def test_lora_reference_is_the_adapter_free_base() -> None:
     # LoRA's B matrices start at zero, so before any update the adapted policy equals its base
     config = PolicyConfig(lr=1e-2, lora=LoraConfig(r=4), loss=LossConfig(kl_beta=0.1))
