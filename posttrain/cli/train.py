@@ -30,6 +30,7 @@ def register(sub: Any) -> None:
     p.add_argument("--tasks-per-domain", type=int, default=32)
     p.add_argument("--max-new-tokens", type=int, default=32)
     p.add_argument("--backend", choices=["native", "hf"], default="native")
+    p.add_argument("--threads", type=int, help="torch threads (default: the config's `threads`)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval)
 
@@ -123,8 +124,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from posttrain.train.components import Components
     from posttrain.train.config import ModelConfig, RewardConfig
 
-    torch.set_num_threads(2)
     config = _eval_config(args.domains or "quickstart")
+    torch.set_num_threads(args.threads or config.threads)
     preset = args.model if args.model in ("tiny", "smollm2-135m") else None
     engine = TypeAdapter(EngineConfig).validate_python({"kind": args.backend})
     config = config.model_copy(update={
