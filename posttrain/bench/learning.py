@@ -1,8 +1,10 @@
 """Learning benchmark: does RL on the true reward raise held-out reward, on several seeds, against a control?
 
-`posttrain bench learning [--config quickstart] [--seeds 0,1,2] [--no-control] [--set KEY=VALUE ...]`
+`posttrain bench learning [--config quickstart] [--seeds 0,1,2] [--no-control] [--jobs N] [--set KEY=VALUE ...]`
 runs `posttrain train CONFIG --set seed=N` once per seed and once with `--set reward.mode=random` (the
-control: same config, coin-flip rewards), each in its own process exactly as a user would, then writes
+control: same config, coin-flip rewards), each in its own process exactly as a user would (`--jobs N`
+runs N of them at a time: with the preset's one torch thread each, a run's numbers do not depend on
+what runs beside it, only its wall time does), then writes
 `learning.json`: every run's summary (per domain base and trained reward with intervals, paired delta,
 p-value, verdict; trained and untrained means; the base model's hash) and the acceptance checks below.
 
@@ -24,6 +26,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +45,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--no-control", action="store_true", help="skip the random-reward control run")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override for every run")
+    parser.add_argument("--jobs", type=int, default=1, help="training runs at a time")
     parser.add_argument("--runs", type=Path, default=None, help="run folders (default OUT/learning-runs)")
     parser.add_argument("--out", default="bench/results")
     parser.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
@@ -106,13 +110,18 @@ def main(argv: list[str]) -> int:
         "overrides": args.overrides, "cpus": os.cpu_count(), "seeds": {}, "checks": {},
     }
     start = time.perf_counter()
+    runs = {f"seed{seed}": [*args.overrides, f"seed={seed}"] for seed in seeds}
+    if not args.no_control:
+        runs["control"] = [*args.overrides, f"seed={seeds[0] if seeds else 0}", "reward.mode=random"]
+    with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
+        futures = {name: pool.submit(run_training, args.config, runs_root / name, o) for name, o in runs.items()}
+        results = {name: future.result() for name, future in futures.items()}
     for seed in seeds:
-        summary, wall = run_training(args.config, runs_root / f"seed{seed}", [*args.overrides, f"seed={seed}"])
+        summary, wall = results[f"seed{seed}"]
         report["seeds"][str(seed)] = condense(summary, wall)
         report["checks"][f"seed{seed}"] = seed_checks(summary)
-    if not args.no_control:
-        overrides = [*args.overrides, f"seed={seeds[0] if seeds else 0}", "reward.mode=random"]
-        summary, wall = run_training(args.config, runs_root / "control", overrides)
+    if "control" in results:
+        summary, wall = results["control"]
         report["control"] = condense(summary, wall)
         report["checks"]["control_flat"] = control_check(summary)
     report["total_wall_s"] = round(time.perf_counter() - start, 1)

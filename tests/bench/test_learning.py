@@ -66,3 +66,20 @@ def test_report_holds_every_run_and_its_checks(tmp_path: Path, monkeypatch: pyte
     assert list(report["seeds"]) == ["0", "1"] and report["seeds"]["1"]["seed"] == 1
     assert report["seeds"]["0"]["domains"]["a/b/untrained"]["trained"] is False
     assert report["checks"]["control_flat"] is True and report["passed"] is True
+
+
+def test_parallel_runs_give_the_same_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def fake_run(config: str, run_dir: Path, overrides: list[str]) -> tuple[dict[str, Any], float]:
+        if "reward.mode=random" in overrides:
+            return _summary([(0.0, "no significant change")], 0.005, (-0.01, 0.02)), 1.0
+        seed = int(overrides[-1].split("=")[1])
+        return _summary([(0.15 + seed / 100, "improved")] * 4, 0.15, (0.1, 0.2), seed=seed), 2.0
+
+    monkeypatch.setattr(learning, "run_training", fake_run)
+    reports = []
+    for jobs in ("1", "3"):
+        out = tmp_path / jobs
+        assert learning.main(["--seeds", "0,1,2", "--jobs", jobs, "--out", str(out), "--json"]) == 0
+        report = json.loads((out / "learning.json").read_text())
+        reports.append({k: report[k] for k in ("seeds", "control", "checks", "passed")})
+    assert reports[0] == reports[1] and list(reports[1]["seeds"]) == ["0", "1", "2"]
