@@ -87,14 +87,14 @@ def _build_context(spec: SandboxSpec, keep_launcher: bool = False) -> Context:
         try:
             if spare.cgroup is not None:
                 spare.cgroup.set_limits(limits)
-        except OSError:
+        except BaseException:  # whatever failed, the spare's mounts and cgroup must not leak
             spare.discard()
             raise
         return Context(spec, backend, features, spare.workspace, spare.cgroup, rootfs, spare.parked)
     workspace = Workspace.create(spec.disk_mb, owner)
     try:
         cgroup = features.cgroups.create(limits) if features.cgroups is not None else None
-    except OSError:
+    except BaseException:  # e.g. a limit the cgroup rejects: the tmpfs and overlay must not leak
         workspace.close()
         raise
     return Context(spec, backend, features, workspace, cgroup, rootfs)

@@ -127,17 +127,24 @@ class Workspace:
         root.mkdir(mode=0o755)
         mounted = os.geteuid() == 0 and _mount_tmpfs(root, size_mb, owner_uid)
         space = cls(root, owner_uid, mounted, size_mb)
-        for path in (space.work, space.tmp):
-            path.mkdir()
-            space._own(path)
-        os.chmod(space.tmp, 0o1777)
-        if mounted:
-            try:
-                make_shared(root)
-                space.layers = Layers(root, space.work, owner_uid)
-            except OSError:
-                space.layers = None  # no overlayfs here: snapshots fall back to copies
+        try:
+            space._populate()
+        except BaseException:  # a half-built workspace must not leave its tmpfs mounted
+            space.close()
+            raise
         return space
+
+    def _populate(self) -> None:
+        for path in (self.work, self.tmp):
+            path.mkdir()
+            self._own(path)
+        os.chmod(self.tmp, 0o1777)
+        if self.mounted:
+            try:
+                make_shared(self.root)
+                self.layers = Layers(self.root, self.work, self.owner_uid)
+            except OSError:
+                self.layers = None  # no overlayfs here: snapshots fall back to copies
 
     def _own(self, path: Path | str, fd: int | None = None) -> None:
         if os.geteuid() != 0:

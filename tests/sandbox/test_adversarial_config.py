@@ -16,6 +16,7 @@ import pytest
 from posttrain.errors import ConfigError
 from posttrain.sandbox.spec import SandboxSpec
 from posttrain.tasks.sandbox_config import parse_task_config
+from tests.sandbox.helpers import requires_bwrap, requires_root, run
 
 BASE = "task:\n  type: t\n  verifier: v\n"
 HUGE = 10**5000
@@ -170,3 +171,52 @@ def test_sandbox_spec_accepts_the_maxima() -> None:
         timeout_s=86400, cpus=1024, memory_mb=1 << 20, disk_mb=1 << 20, pids=10**6, nofile=1 << 20
     )
     assert spec.timeout_s == 86400.0 and spec.pids == 10**6
+
+
+def _host_state() -> tuple[list[str], list[str]]:
+    """Mount points of this process and every directory under the sandbox cgroup prefixes."""
+    from posttrain.sandbox.host import host_features
+    from posttrain.sandbox.sandbox import SPARES
+
+    SPARES.drain()  # spares are a cache of emptied workspaces, not a leak: compare without them
+    mounts = sorted(line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines())
+    manager = host_features().cgroups
+    bases = set(getattr(manager, "mounts", {}).values()) | {getattr(manager, "root", None)} - {None}
+    groups = sorted(str(p) for base in bases for p in Path(str(base)).glob("posttrain-sandbox-*/**"))
+    return mounts, groups
+
+
+@requires_root
+@requires_bwrap
+def test_a_hundred_failed_builds_leave_no_mount_or_cgroup_behind(tmp_path: Path) -> None:
+    from posttrain.sandbox import Sandbox, run_sync
+    from posttrain.sandbox.host import host_features
+
+    if host_features().cgroups is None:
+        pytest.skip("no cgroups here")
+    # A spec built without validation fails late, in the cgroup write (as `cpu: .inf` did before the
+    # spec checked it); an empty directory as rootfs fails when bwrap binds /workspace into it.
+    late = SandboxSpec.model_construct(**{**SandboxSpec().model_dump(), "cpus": math.inf})
+    no_workspace = SandboxSpec(rootfs=str(tmp_path), timeout_s=5.0)
+
+    async def fail_persistent(spec: SandboxSpec) -> None:
+        with pytest.raises(Exception):  # noqa: B017 - any failure will do; the leak is what is tested
+            await Sandbox.create(spec)
+
+    run(_one_good_sandbox())  # creates this process's cgroup prefix, which stays until exit
+    before = _host_state()
+    for attempt in range(100):
+        if attempt % 10 == 9:
+            run(fail_persistent(no_workspace))
+        elif attempt % 2:
+            assert run_sync(["true"], late).status == "sandbox_error"
+        else:
+            run(fail_persistent(late))
+    assert _host_state() == before
+
+
+async def _one_good_sandbox() -> None:
+    from posttrain.sandbox import Sandbox
+
+    async with Sandbox.create(SandboxSpec(timeout_s=5.0, cpus=1.0)) as sb:
+        assert (await sb.exec(["true"])).ok
