@@ -18,6 +18,7 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -107,6 +108,8 @@ class Workspace:
     parents: list[Workspace] = field(default_factory=list)
     """Workspaces whose layers our overlay has stacked on (forks, foreign restores); pinned until we close."""
     closing: bool = False
+    on_close: Callable[[], None] | None = None
+    """Called once the workspace is removed (gives back the host uid its files are owned by)."""
 
     @property
     def work(self) -> Path:
@@ -275,6 +278,9 @@ class Workspace:
         parents, self.parents = self.parents, []
         for parent in parents:
             parent.unpin()
+        release, self.on_close = self.on_close, None
+        if release is not None:
+            release()
 
 
 def _open_parent(base: Path, rel: str, create: bool, owner: int | None = None) -> tuple[int, str]:
