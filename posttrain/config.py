@@ -1,6 +1,7 @@
 """Config loading: YAML files validated by frozen pydantic models, with dotted `--set` overrides.
 
-Guarantees: every failure (missing file, YAML syntax, unknown key, wrong type, bad override) raises
+Guarantees: every failure (missing file, YAML syntax, a file over `MAX_CONFIG_BYTES`, nesting deeper than
+the parser's recursion limit, an out-of-range literal, unknown key, wrong type, bad override) raises
 `ConfigError` whose message names the file and the key or line; callers print it, never a traceback.
 Overrides are applied to the raw mapping and validated by the same model as the file.
 Not here: the per-package config models themselves (they live beside their users).
@@ -18,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from posttrain.errors import ConfigError
 
 M = TypeVar("M", bound=BaseModel)
+MAX_CONFIG_BYTES = 16 << 20
+"""Largest config file read; anything bigger is not a hand-written config and is refused unparsed."""
 
 
 class StrictModel(BaseModel):
@@ -30,11 +33,15 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     """Parse a YAML mapping, turning every failure into a ConfigError naming the file (and line)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read config: {exc}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: config is larger than {MAX_CONFIG_BYTES >> 20} MiB")
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -42,6 +49,10 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
         where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError(f"{path}{where}: YAML syntax error: {problem}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: YAML nested too deeply") from None
+    except (ValueError, OverflowError) as exc:  # e.g. an integer of more than 4300 digits
+        raise ConfigError(f"{path}: YAML value out of range: {str(exc)[:200]}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -56,7 +67,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
         raise ConfigError(f"--set {text!r}: expected key=value")
     try:
         value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError, ValueError):
         value = raw
     return [part for part in key.strip().split(".")], value
 

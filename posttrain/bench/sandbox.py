@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from posttrain.bench.report import emit_report
-from posttrain.sandbox.host import SANDBOX_HOST_UID, host_features
+from posttrain.sandbox.host import UID_SLOTS, host_features
 from posttrain.sandbox.launch import Context, bwrap_options, program_env, setenv_args
 from posttrain.sandbox.pool import SandboxPool
 from posttrain.sandbox.sandbox import SPARES, Sandbox, _build_context, _release_context, run_sync
@@ -267,7 +267,7 @@ def leak_report() -> dict[str, int]:
         except OSError:
             continue
         uid_line = next((line for line in status if line.startswith("Uid:")), "Uid: -1")
-        procs += int(uid_line.split()[1]) == SANDBOX_HOST_UID and marker in cgroups
+        procs += int(uid_line.split()[1]) in UID_SLOTS.uids and marker in cgroups
     groups = manager.leftover_groups() if manager is not None else 0
     return {"processes": procs, "mounts": mounts, "cgroups": groups, "state_dirs": dirs}
 

@@ -247,7 +247,7 @@ class V1Manager:
                 dirs[controller] = path
             group = V1Group(dirs)
             group.set_limits(limits)
-        except OSError:
+        except BaseException:  # not only OSError: a limit may not even format (inf, overflow)
             V1Group(dirs).close()
             raise
         return group
@@ -315,7 +315,7 @@ class V2Manager:
         path.mkdir()
         try:
             V2Group(path).set_limits(limits)
-        except OSError:
+        except BaseException:  # not only OSError: a limit may not even format (inf, overflow)
             V2Group(path).close()
             raise
         return V2Group(path)

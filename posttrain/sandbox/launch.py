@@ -67,6 +67,13 @@ class Context:
     def isolated(self) -> bool:
         return self.backend == "bwrap"
 
+    @property
+    def host_uid(self) -> int | None:
+        """The host uid this sandbox's processes run as (its own, see `host.UID_SLOTS`); None: unchanged."""
+        if self.isolated and self.features.run_as_uid is not None:
+            return self.workspace.owner_uid
+        return None
+
 
 def program_env(ctx: Context, extra: dict[str, str] | None = None) -> dict[str, str]:
     home = INNER_WORKDIR if ctx.isolated else str(ctx.workspace.work)
@@ -125,8 +132,8 @@ def bwrap_options(ctx: Context, persistent: bool, extra_binds: tuple[str, ...] =
     features = ctx.features
     assert features.bwrap is not None and ctx.rootfs is not None
     argv: list[str] = []
-    if features.run_as_uid is not None and features.setpriv:
-        uid = features.run_as_uid
+    if ctx.host_uid is not None and features.setpriv:
+        uid = ctx.host_uid
         argv += [features.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
     argv += [features.bwrap, "--unshare-user", "--uid", "1000", "--gid", "1000"]
     if persistent:
@@ -184,8 +191,8 @@ def spawn(
     if launcher_pipes:
         block_r, block_w = os.pipe()
         command_r, command_w = os.pipe()
-        if ctx.features.run_as_uid is not None:  # the trampoline reopens it via /proc/self/fd
-            os.fchown(command_r, ctx.features.run_as_uid, ctx.features.run_as_uid)
+        if ctx.host_uid is not None:  # the trampoline reopens it via /proc/self/fd
+            os.fchown(command_r, ctx.host_uid, ctx.host_uid)
         actions += [(os.POSIX_SPAWN_DUP2, block_r, BLOCK_FD), (os.POSIX_SPAWN_DUP2, command_r, COMMAND_FD)]
         extra += [block_r, command_r]
     script = gate_script(ctx.cgroup, limits)

@@ -13,6 +13,7 @@ Not here: pooling (`pool.py`).
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import shutil
 import time
@@ -25,7 +26,7 @@ from types import TracebackType
 from typing import Any
 
 from posttrain.sandbox.cgroups import Limits
-from posttrain.sandbox.host import backend_for, host_features
+from posttrain.sandbox.host import UidSlots, backend_for, host_features
 from posttrain.sandbox.images import resolve
 from posttrain.sandbox.launch import Context, cgroup_memory_bytes, classify, run_oneshot
 from posttrain.sandbox.session import Session, SessionError
@@ -65,8 +66,9 @@ class Snapshot:
 SPARES = Spares(EXECUTOR)
 
 
-def _build_context(spec: SandboxSpec, keep_launcher: bool = False) -> Context:
-    """A workspace + cgroup (a spare when one fits); `keep_launcher` keeps its parked launcher (run_sync)."""
+def _build_context(spec: SandboxSpec, keep_launcher: bool = False, uid: int | None = None) -> Context:
+    """A workspace + cgroup (a spare when one fits); `keep_launcher` keeps its parked launcher (run_sync);
+    `uid` (a fork of a layered snapshot) shares that sandbox uid instead of taking one of its own."""
     backend, reason = backend_for(spec.backend, spec.require_isolation)
     if backend is None:
         raise SandboxUnavailable(reason)
@@ -76,9 +78,10 @@ def _build_context(spec: SandboxSpec, keep_launcher: bool = False) -> Context:
             "posttrain.sandbox: LOCAL backend, programs are NOT isolated", RuntimeWarning, stacklevel=3
         )
     rootfs = resolve(spec.image, spec.rootfs) if backend == "bwrap" else None
-    owner = features.run_as_uid if features.run_as_uid is not None and backend == "bwrap" else 0
+    slots = features.uid_slots if backend == "bwrap" else None
+    owners = range(0, 1) if slots is None else (slots.uids if uid is None else range(uid, uid + 1))
     limits = Limits(cgroup_memory_bytes(spec), spec.pids + PIDS_SLACK, spec.cpus)
-    spare = SPARES.take(spec.disk_mb, owner, features.cgroups is not None)
+    spare = SPARES.take(spec.disk_mb, owners, features.cgroups is not None)
     if spare is not None:
         if not keep_launcher or backend != "bwrap":
             # A supervisor must be alone in the cgroup, and a launcher's binds predate any remount
@@ -87,17 +90,31 @@ def _build_context(spec: SandboxSpec, keep_launcher: bool = False) -> Context:
         try:
             if spare.cgroup is not None:
                 spare.cgroup.set_limits(limits)
-        except OSError:
+        except BaseException:  # whatever failed, the spare's mounts and cgroup must not leak
             spare.discard()
             raise
         return Context(spec, backend, features, spare.workspace, spare.cgroup, rootfs, spare.parked)
-    workspace = Workspace.create(spec.disk_mb, owner)
+    workspace = _new_workspace(spec.disk_mb, slots, uid)
     try:
         cgroup = features.cgroups.create(limits) if features.cgroups is not None else None
-    except OSError:
+    except BaseException:  # e.g. a limit the cgroup rejects: the tmpfs and overlay must not leak
         workspace.close()
         raise
     return Context(spec, backend, features, workspace, cgroup, rootfs)
+
+
+def _new_workspace(size_mb: int, slots: UidSlots | None, uid: int | None) -> Workspace:
+    """A workspace owned by a host uid of its own (or `uid`), held until the workspace is removed."""
+    if slots is None:
+        return Workspace.create(size_mb, 0)
+    owner = uid if uid is not None and slots.retain(uid) else slots.acquire()
+    try:
+        workspace = Workspace.create(size_mb, owner)
+    except BaseException:
+        slots.release(owner)
+        raise
+    workspace.on_close = functools.partial(slots.release, owner)
+    return workspace
 
 
 def _release_context(ctx: Context, background: bool = False) -> None:
@@ -243,7 +260,9 @@ class Sandbox:
     async def fork(self, snap: Snapshot | None = None) -> Sandbox:
         """A new sandbox with the same spec whose workspace starts as `snap` (default: a fresh snapshot)."""
         snap = snap or await self.snapshot()
-        child = Sandbox(await _in_thread(_build_context, self.spec), self.persistent)
+        # The snapshot's layers hold files owned by its sandbox's uid: the fork must run as that uid.
+        uid = snap.workspace.owner_uid if snap.layers is not None and snap.workspace is not None else None
+        child = Sandbox(await _in_thread(_build_context, self.spec, False, uid), self.persistent)
         try:
             await child._open(seed=snap)
         except BaseException:

@@ -1,10 +1,15 @@
-"""A seccomp-BPF deny list, assembled here as raw `struct sock_filter` bytes for `bwrap --seccomp`.
+"""A seccomp-BPF filter, assembled here as raw `struct sock_filter` bytes for `bwrap --seccomp`.
 
 Guarantees: on x86_64 and aarch64 the filter returns EPERM for ptrace, process_vm_readv/writev, every
-mount-family call, bpf, keyctl, perf_event_open, kexec, module loading, unshare/setns, clone with any
-namespace flag, io_uring, userfaultfd and the TIOCSTI/TIOCLINUX ioctls; clone3 gets ENOSYS so libc falls
-back to clone, whose flags can be inspected; x32 system calls are refused; with `deny_inet` sockets of the
-internet and packet families are refused too. A foreign architecture kills the process.
+mount-family call (old and new API, statmount/listmount included), bpf, keyctl, perf_event_open, kexec,
+module loading, unshare/setns, clone with any namespace flag, io_uring, userfaultfd and the
+TIOCSTI/TIOCLINUX ioctls; clone3 gets ENOSYS so libc falls back to clone, whose flags can be inspected;
+every syscall number above `MAX_KNOWN_NR` (calls added to Linux after this list was written) gets ENOSYS,
+so new kernel interfaces are closed until someone reviews them; x32 system calls are refused.
+`socket`/`socketpair` take an allowlist of address families: AF_UNIX and route netlink always, AF_INET
+and AF_INET6 only without `deny_inet` (loopback mode); the internet families get EPERM under `deny_inet`
+and every other family (vsock, packet, bluetooth, AF_ALG, ...) EAFNOSUPPORT. A foreign architecture
+kills the process.
 Not here: anything other than this one filter (no libseccomp needed); other architectures return None.
 """
 
@@ -18,6 +23,7 @@ from dataclasses import dataclass
 # classic BPF opcodes (linux/filter.h) and seccomp return values (linux/seccomp.h)
 LD_W_ABS = 0x20
 JEQ_K = 0x15
+JGT_K = 0x25
 JGE_K = 0x35
 JSET_K = 0x45
 RET_K = 0x06
@@ -35,7 +41,13 @@ TIOCSTI, TIOCLINUX = 0x5412, 0x541C
 CLONE_NS_FLAGS = (
     0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x80
 )
-INET_FAMILIES = (2, 10, 17)  # AF_INET, AF_INET6, AF_PACKET
+AF_UNIX, AF_INET, AF_INET6, AF_NETLINK = 1, 2, 10, 16
+NETLINK_ROUTE = 0
+"""Route netlink is what glibc's getifaddrs/if_nameindex (and `ip`) use; it sees only the sandbox's netns."""
+INET_FAMILIES = (AF_INET, AF_INET6)
+MAX_KNOWN_NR = 469
+"""Highest syscall number reviewed for this filter (file_setattr, Linux 6.17; since 424 the new calls are
+numbered alike on every architecture); anything above answers ENOSYS, as on an older kernel."""
 
 DENIED_NAMES: tuple[str, ...] = (
     "ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2", "pivot_root", "bpf", "keyctl",
@@ -44,6 +56,7 @@ DENIED_NAMES: tuple[str, ...] = (
     "name_to_handle_at", "userfaultfd", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick",
     "mount_setattr", "acct", "settimeofday", "clock_settime", "adjtimex", "clock_adjtime", "syslog",
     "quotactl", "vhangup", "pidfd_getfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "quotactl_fd", "statmount", "listmount", "open_tree_attr",
 )  # fmt: skip
 
 
@@ -57,8 +70,13 @@ class ArchTable:
 # fmt: off
 _COMMON_NEW = {"pidfd_getfd": 438, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
                "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432,
-               "fspick": 433, "clone3": 435, "mount_setattr": 442}
-"""Syscalls added since Linux 5.1, numbered alike on every architecture."""
+               "fspick": 433, "clone3": 435, "mount_setattr": 442, "quotactl_fd": 443, "statmount": 457,
+               "listmount": 458, "open_tree_attr": 467}
+"""Syscalls added since Linux 5.1, numbered alike on every architecture.
+
+The new calls between 436 and `MAX_KNOWN_NR` not listed here (landlock, memfd_secret, futex_waitv and the
+futex2 calls, cachestat, fchmodat2, map_shadow_stack, lsm_*_self_attr, mseal, *xattrat, file_getattr/
+setattr, ...) act only on the caller's own memory, files and credentials and stay allowed."""
 _NUMBERS = {  # name: (x86_64, aarch64)
     "ptrace": (101, 117), "process_vm_readv": (310, 270), "process_vm_writev": (311, 271),
     "mount": (165, 40), "umount2": (166, 39), "pivot_root": (155, 41), "bpf": (321, 280),
@@ -69,10 +87,12 @@ _NUMBERS = {  # name: (x86_64, aarch64)
     "name_to_handle_at": (303, 264), "userfaultfd": (323, 282), "acct": (163, 89),
     "settimeofday": (164, 170), "clock_settime": (227, 112), "adjtimex": (159, 171),
     "clock_adjtime": (305, 266), "syslog": (103, 116), "quotactl": (179, 60), "vhangup": (153, 58),
-    "ioctl": (16, 29), "clone": (56, 220), "socket": (41, 198),
+    "ioctl": (16, 29), "clone": (56, 220), "socket": (41, 198), "socketpair": (53, 199),
 }
 # fmt: on
-X86_64 = ArchTable(0xC000003E, {name: nr[0] for name, nr in _NUMBERS.items()} | _COMMON_NEW, x32_bit=0x40000000)
+X86_64 = ArchTable(
+    0xC000003E, {name: nr[0] for name, nr in _NUMBERS.items()} | _COMMON_NEW, x32_bit=0x40000000
+)
 AARCH64 = ArchTable(0xC00000B7, {name: nr[1] for name, nr in _NUMBERS.items()} | _COMMON_NEW)
 ARCHES: dict[str, ArchTable] = {"x86_64": X86_64, "amd64": X86_64, "aarch64": AARCH64, "arm64": AARCH64}
 
@@ -117,13 +137,14 @@ def build_filter(deny_inet: bool, machine: str | None = None) -> bytes | None:
     p.op(LD_W_ABS, OFF_NR)
     if table.x32_bit is not None:
         p.op(JGE_K, table.x32_bit, "deny", 0)
+    p.op(JGT_K, MAX_KNOWN_NR, "enosys", 0)
     for name in DENIED_NAMES:
         p.op(JEQ_K, nr[name], "deny", 0)
     p.op(JEQ_K, nr["clone3"], "enosys", 0)
     p.op(JEQ_K, nr["ioctl"], "ioctl", 0)
     p.op(JEQ_K, nr["clone"], "clone", 0)
-    if deny_inet:
-        p.op(JEQ_K, nr["socket"], "socket", 0)
+    p.op(JEQ_K, nr["socket"], "socket", 0)
+    p.op(JEQ_K, nr["socketpair"], "socket", 0)
     p.op(RET_K, RET_ALLOW)
     p.label("ioctl")
     p.op(LD_W_ABS, _arg_low(1))
@@ -134,12 +155,7 @@ def build_filter(deny_inet: bool, machine: str | None = None) -> bytes | None:
     p.op(LD_W_ABS, _arg_low(0))
     p.op(JSET_K, CLONE_NS_FLAGS, "deny", 0)
     p.op(RET_K, RET_ALLOW)
-    if deny_inet:
-        p.label("socket")
-        p.op(LD_W_ABS, _arg_low(0))
-        for family in INET_FAMILIES:
-            p.op(JEQ_K, family, "deny", 0)
-        p.op(RET_K, RET_ALLOW)
+    _socket_families(p, deny_inet)
     p.label("deny")
     p.op(RET_K, RET_ERRNO | errno.EPERM)
     p.label("enosys")
@@ -147,3 +163,19 @@ def build_filter(deny_inet: bool, machine: str | None = None) -> bytes | None:
     p.label("kill")
     p.op(RET_K, RET_KILL_PROCESS)
     return p.assemble()
+
+
+def _socket_families(p: _Program, deny_inet: bool) -> None:
+    """`socket`/`socketpair` by family allowlist (arg 0); netlink only with protocol NETLINK_ROUTE (arg 2)."""
+    p.label("socket")
+    p.op(LD_W_ABS, _arg_low(0))
+    p.op(JEQ_K, AF_UNIX, "socket_ok", 0)
+    for family in INET_FAMILIES:
+        p.op(JEQ_K, family, "deny" if deny_inet else "socket_ok", 0)
+    p.op(JEQ_K, AF_NETLINK, 0, "no_family")
+    p.op(LD_W_ABS, _arg_low(2))
+    p.op(JEQ_K, NETLINK_ROUTE, "socket_ok", 0)
+    p.label("no_family")
+    p.op(RET_K, RET_ERRNO | errno.EAFNOSUPPORT)
+    p.label("socket_ok")
+    p.op(RET_K, RET_ALLOW)

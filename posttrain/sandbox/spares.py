@@ -57,12 +57,17 @@ class Spares:
         self.lock = threading.Lock()
         atexit.register(self.drain)
 
-    def take(self, size_mb: int, owner: int, want_cgroup: bool) -> Spare | None:
+    def take(self, size_mb: int, owners: range, want_cgroup: bool) -> Spare | None:
+        """A spare of this size whose workspace is owned by one of `owners` (each sandbox has its own uid)."""
         self.settle(TAKE_WAIT_S)
         with self.lock:
             for index, spare in enumerate(self.items):
-                shape = (spare.workspace.size_mb, spare.workspace.owner_uid, spare.cgroup is not None)
-                if shape == (size_mb, owner, want_cgroup):
+                space = spare.workspace
+                if (
+                    space.size_mb == size_mb
+                    and space.owner_uid in owners
+                    and (spare.cgroup is not None) == want_cgroup
+                ):
                     return self.items.pop(index)
         return None
 

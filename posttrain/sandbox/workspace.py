@@ -18,6 +18,7 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -107,6 +108,8 @@ class Workspace:
     parents: list[Workspace] = field(default_factory=list)
     """Workspaces whose layers our overlay has stacked on (forks, foreign restores); pinned until we close."""
     closing: bool = False
+    on_close: Callable[[], None] | None = None
+    """Called once the workspace is removed (gives back the host uid its files are owned by)."""
 
     @property
     def work(self) -> Path:
@@ -127,17 +130,24 @@ class Workspace:
         root.mkdir(mode=0o755)
         mounted = os.geteuid() == 0 and _mount_tmpfs(root, size_mb, owner_uid)
         space = cls(root, owner_uid, mounted, size_mb)
-        for path in (space.work, space.tmp):
-            path.mkdir()
-            space._own(path)
-        os.chmod(space.tmp, 0o1777)
-        if mounted:
-            try:
-                make_shared(root)
-                space.layers = Layers(root, space.work, owner_uid)
-            except OSError:
-                space.layers = None  # no overlayfs here: snapshots fall back to copies
+        try:
+            space._populate()
+        except BaseException:  # a half-built workspace must not leave its tmpfs mounted
+            space.close()
+            raise
         return space
+
+    def _populate(self) -> None:
+        for path in (self.work, self.tmp):
+            path.mkdir()
+            self._own(path)
+        os.chmod(self.tmp, 0o1777)
+        if self.mounted:
+            try:
+                make_shared(self.root)
+                self.layers = Layers(self.root, self.work, self.owner_uid)
+            except OSError:
+                self.layers = None  # no overlayfs here: snapshots fall back to copies
 
     def _own(self, path: Path | str, fd: int | None = None) -> None:
         if os.geteuid() != 0:
@@ -268,6 +278,9 @@ class Workspace:
         parents, self.parents = self.parents, []
         for parent in parents:
             parent.unpin()
+        release, self.on_close = self.on_close, None
+        if release is not None:
+            release()
 
 
 def _open_parent(base: Path, rel: str, create: bool, owner: int | None = None) -> tuple[int, str]:

@@ -258,7 +258,7 @@ def _sandbox_uid_processes(owner: int, argv0: bytes = b"") -> int:
     sandboxes too), only those whose argv[0] is `argv0` when given."""
     from pathlib import Path
 
-    uid = host_features().run_as_uid
+    uids = host_features().uid_slots
     marker = f"posttrain-sandbox-{owner}/"
     count = 0
     for proc in Path("/proc").glob("[0-9]*"):
@@ -268,7 +268,8 @@ def _sandbox_uid_processes(owner: int, argv0: bytes = b"") -> int:
             name = (proc / "cmdline").read_bytes().split(b"\0")[0]
         except (OSError, StopIteration):
             continue
-        count += int(line.split()[1]) == uid and marker in cgroups and argv0 in (b"", name)
+        in_range = uids is not None and int(line.split()[1]) in uids.uids
+        count += in_range and marker in cgroups and argv0 in (b"", name)
     return count
 
 
