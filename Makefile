@@ -46,7 +46,7 @@ bench: $(STAMP)
 # Three RL seeds and the random-reward control on the quickstart preset, about 12 minutes.
 bench-learning: $(STAMP)
 	@mkdir -p bench/results
-	$(VENV)/bin/posttrain bench learning --out bench/results
+	$(VENV)/bin/posttrain bench learning --jobs 2 --out bench/results
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check posttrain tests bench
