@@ -62,16 +62,20 @@ def test_bpf_and_keyctl_are_denied() -> None:
 
 
 def test_kill_minus_one_inside_leaves_host_processes_alive() -> None:
-    uid = host_features().run_as_uid
-    kwargs = {"user": uid, "group": uid} if uid is not None else {}
-    victim = subprocess.Popen(["sleep", "30"], **kwargs)  # same host uid as the sandbox when possible
-    try:
-        result = sh("kill -9 -1; sleep 0.2; echo survived")
-        assert victim.poll() is None
-        assert result.status != "sandbox_error"
-    finally:
-        victim.kill()
-        victim.wait()
+    async def go() -> tuple[str, bool]:
+        async with Sandbox.create(spec()) as sb:
+            uid = sb.ctx.host_uid  # a host process of the very uid this sandbox runs as, when there is one
+            kwargs = {"user": uid, "group": uid} if uid is not None else {}
+            victim = subprocess.Popen(["sleep", "30"], **kwargs)
+            try:
+                result = await sb.exec(["/bin/sh", "-c", "kill -9 -1; sleep 0.2; echo survived"])
+                return result.status, victim.poll() is None
+            finally:
+                victim.kill()
+                victim.wait()
+
+    status, alive = run(go())
+    assert alive and status != "sandbox_error"
 
 
 def test_killing_pid_1_from_inside_does_not_kill_the_supervisor() -> None:
