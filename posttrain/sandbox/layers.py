@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import itertools
 import os
 from collections.abc import Iterator
@@ -31,6 +32,7 @@ from pathlib import Path
 from posttrain.sandbox.reaper import REAPER
 
 MS_NOSUID, MS_NODEV, MS_BIND, MS_SHARED, MNT_DETACH = 2, 4, 4096, 1 << 20, 2
+FS_IOC_GETFLAGS = 0x80086601
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _LAYER_IDS = itertools.count(1)
 _GENERATIONS = itertools.count(1)
@@ -68,6 +70,41 @@ def _neutral(path: Path, root: Path, fds: dict[Path, int]) -> str:
     return f"/proc/self/fd/{fds[root]}/{path.relative_to(root)}"
 
 
+Signature = tuple[object, ...]
+
+
+def signature(path: Path) -> Signature | None:
+    """Everything a program can change about an empty directory, or None if it is not empty.
+
+    Contents, every stat field (mode, owner, link count, size, all three times), the inode flags
+    (`chattr`) and the xattr names (ACLs are xattrs). The directory is read before it is stat'ed, so
+    an access-time update caused by this very read is part of the signature. Every change a program
+    can make to a directory also moves its ctime, which it cannot set; the other fields catch a change
+    made within the same timestamp tick.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        with os.scandir(fd) as entries:
+            if next(entries, None) is not None:
+                return None
+        info = os.fstat(fd)
+        try:
+            flags = fcntl.ioctl(fd, FS_IOC_GETFLAGS, b"\0" * 8)
+        except OSError:
+            flags = b""
+        return (info.st_ino, info.st_dev, info.st_mode, info.st_uid, info.st_gid, info.st_nlink, info.st_size,
+                info.st_atime_ns, info.st_mtime_ns, info.st_ctime_ns, flags, tuple(sorted(os.listxattr(fd))))  # fmt: skip
+    finally:
+        os.close(fd)
+
+
+def _untouched(path: Path, recorded: Signature | None) -> bool:
+    try:
+        return recorded is not None and signature(path) == recorded
+    except OSError:
+        return False
+
+
 def _layer_root(layer: str) -> Path:
     return Path(layer).parent.parent  # <workspace root>/.l/<n>
 
@@ -85,6 +122,9 @@ class Layers:
         self.pins = 0
         self.promoted = 0
         self.mounted = self.tmp_mounted = False
+        self.upper_signature: Signature | None = None
+        self.tmp_signature: Signature | None = None
+        """Signatures of the upper layer and `/tmp` directory as made, taken at their first mount."""
         self.upper, self.ovwork = self._new_upper()
         self.tmp_source = self._new_tmp()
         try:
@@ -100,6 +140,7 @@ class Layers:
         ovwork.mkdir(mode=0o700)
         os.chown(upper, self.owner, self.owner)
         os.chmod(upper, 0o755)  # the workspace root the program sees; not left to the umask
+        self.upper_signature = None
         return upper, ovwork
 
     def _new_tmp(self) -> Path:
@@ -107,6 +148,7 @@ class Layers:
         path.mkdir(mode=0o700)
         os.chown(path, self.owner, self.owner)
         os.chmod(path, 0o1777)  # after the chown, and not through mkdir's umask
+        self.tmp_signature = None
         return path
 
     def mount(self) -> None:
@@ -121,10 +163,14 @@ class Layers:
                 )
             _check(rc, f"mount overlay on {self.merged}")
             self.mounted = True
+            if self.upper_signature is None:  # a new upper: nothing has run on it yet
+                self.upper_signature = signature(self.upper)
         if not self.tmp_mounted:
             rc = _LIBC.mount(str(self.tmp_source).encode(), str(self.tmp).encode(), None, MS_BIND, None)
             _check(rc, f"bind {self.tmp_source} on {self.tmp}")
             self.tmp_mounted = True
+            if self.tmp_signature is None:
+                self.tmp_signature = signature(self.tmp_source)
 
     def _unmount_overlay(self) -> None:
         if self.mounted:
@@ -134,6 +180,9 @@ class Layers:
     def unmount(self) -> None:
         """Unmount both (a persistent sandbox's bwrap must bind the plain directories underneath)."""
         self._unmount_overlay()
+        self._unmount_tmp()
+
+    def _unmount_tmp(self) -> None:
         if self.tmp_mounted:
             _check(_LIBC.umount2(str(self.tmp).encode(), MNT_DETACH), f"umount {self.tmp}")
             self.tmp_mounted = False
@@ -153,15 +202,35 @@ class Layers:
     def restore(self, stack: tuple[str, ...]) -> None:
         """Continue from `stack` (this or another sandbox's) with a new upper layer and a new `/tmp`.
 
-        What was written since, and the old directories themselves, go to the reaper: O(1) here.
+        What was written since, and the old directories themselves, go to the reaper: O(1) here. A
+        directory whose signature is still the one it had when it was made (nothing was written, and
+        none of its metadata changed) is kept: it is in the state a new one would be.
         """
-        self.unmount()
-        self.stack = stack
-        for path in (self.upper, self.ovwork, self.tmp_source):
-            REAPER.discard(path)
-        self.upper, self.ovwork = self._new_upper()
-        self.tmp_source = self._new_tmp()
+        keep_upper = stack == self.stack and self.mounted and _untouched(self.upper, self.upper_signature)
+        keep_tmp = self.tmp_mounted and _untouched(self.tmp_source, self.tmp_signature)
+        discarded: list[Path] = []
+        if not keep_upper:
+            self._unmount_overlay()
+            discarded += [self.upper, self.ovwork]
+            self.stack = stack
+            self.upper, self.ovwork = self._new_upper()
+        if not keep_tmp:
+            self._unmount_tmp()
+            discarded.append(self.tmp_source)
+            self.tmp_source = self._new_tmp()
         self.mount()
+        for path in discarded:
+            REAPER.discard(path)
+
+    def clean(self) -> bool:
+        """Nothing to reset: the empty base, both directories mounted and untouched since they were made."""
+        return (
+            self.pristine
+            and self.mounted
+            and self.tmp_mounted
+            and _untouched(self.upper, self.upper_signature)
+            and _untouched(self.tmp_source, self.tmp_signature)
+        )
 
     @property
     def pristine(self) -> bool:

@@ -212,11 +212,17 @@ class Workspace:
             self.layers.drop_snapshots()
 
     def reset_if_small(self, max_entries: int = 32) -> bool:
-        """Reset here and now when that is cheap (a few mount calls); False if it needs `reset`."""
+        """Reset here and now (on the caller's thread) when that takes a few cheap system calls; False
+        if it needs `reset` on a worker thread.
+
+        With layers that is only when there is nothing to do (`Layers.clean`): mounts are not cheap
+        enough for an event loop (an unmount waits for an RCU grace period and tears down the
+        overlay), and in a worker thread that kernel time overlaps other sandboxes' work.
+        """
         if self.layers is not None:
-            if not (self.layers.pristine and not self.layers.pins):
+            if not self.layers.clean():
                 return False
-            self.reset()
+            self.tracker.synced.clear()
             return True
         if not (_few_files(self.work, max_entries) and _few_files(self.tmp, max_entries)):
             return False

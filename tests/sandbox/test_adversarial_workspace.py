@@ -24,10 +24,16 @@ from posttrain.sandbox.workspace import Workspace, state_base
 from .helpers import PY, requires_bwrap, requires_root, run, spec
 
 PROBE = """
-import json, os
+import fcntl, json, os
 seen = {}
 for path in ("/workspace", "/tmp"):
     info = os.lstat(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        flags = fcntl.ioctl(fd, 0x80086601, bytes(8)).hex()
+        os.close(fd)
+    except OSError as exc:
+        flags = f"error {exc.errno}"
     try:
         xattrs = sorted(os.listxattr(path))
     except OSError as exc:
@@ -36,11 +42,13 @@ for path in ("/workspace", "/tmp"):
         entries = sorted(os.listdir(path))
     except OSError as exc:
         entries = f"error {exc.errno}"
-    seen[path] = [oct(info.st_mode), info.st_uid, info.st_gid, xattrs, entries,
+    seen[path] = [oct(info.st_mode), info.st_uid, info.st_gid, xattrs, entries, flags,
                   info.st_mtime > 1e9, info.st_atime > 1e9]
 print(json.dumps(seen, sort_keys=True))
 """
 """What a program can see of the two writable directories (times only as 'not set back to 1970')."""
+INVISIBLE_TO_PROBE = {"a file, then removed"}
+"""Polluters whose only trace (a newer mtime) the probe cannot tell from a new directory's."""
 
 # A POSIX ACL granting the sandbox's own uid (1000 inside) an extra entry: version 2, then
 # (tag, perm, id) for USER_OBJ rwx, USER 1000 r, GROUP_OBJ r-x, MASK rwx, OTHER r-x.
@@ -87,17 +95,39 @@ async def _fresh_probe() -> dict[str, Any]:
         return _probe(await sb.exec([PY, "-c", PROBE]))
 
 
+SINGLE_POLLUTERS = {
+    "chmod 000 /workspace": "os.chmod('/workspace', 0)",
+    "chmod 0700 /tmp (no sticky bit)": "os.chmod('/tmp', 0o700)",
+    "chmod 1777 /workspace": "os.chmod('/workspace', 0o1777)",
+    "xattr on /tmp": "os.setxattr('/tmp', 'user.poison', b'1')",
+    "xattr on /workspace": "os.setxattr('/workspace', 'user.poison', b'1')",
+    "ACL on /workspace": f"os.setxattr('/workspace', 'system.posix_acl_access', {_ACL!r})",
+    "default ACL on /tmp": f"os.setxattr('/tmp', 'system.posix_acl_default', {_ACL!r})",
+    "times at the epoch": "os.utime('/workspace', (0, 0)); os.utime('/tmp', (0, 0))",
+    "atime only": "os.utime('/tmp', (1, os.stat('/tmp').st_mtime))",
+    "chattr +A +d": "import fcntl\nfor p in ('/workspace', '/tmp'):\n"
+    "    fd = os.open(p, os.O_RDONLY)\n    fcntl.ioctl(fd, 0x40086602, (0x80 | 0x40).to_bytes(8, 'little'))",
+    "an empty subdirectory": "os.mkdir('/tmp/d', 0)",
+    "a file, then removed": "open('/tmp/x', 'w').close(); os.unlink('/tmp/x')",
+    "everything at once": POLLUTER,
+}
+"""One change each, so that changes made without leaving an entry behind are covered on their own."""
+
+
 @requires_bwrap
 def test_a_pooled_run_sees_new_directories_after_a_run_poisoned_them() -> None:
-    async def go() -> tuple[dict[str, Any], dict[str, Any]]:
+    async def go() -> dict[str, Any]:
+        seen, polluted = {}, {}
         async with SandboxPool(spec(), size=1) as pool:
-            polluted = await pool.run([PY, "-c", POLLUTER + PROBE])
-            assert polluted.ok and "user.poison" in polluted.stdout.decode(), polluted
-            after = _probe(await pool.run([PY, "-c", PROBE]))
-        return after, await _fresh_probe()
+            for name, code in SINGLE_POLLUTERS.items():
+                polluted[name] = _probe(await pool.run([PY, "-c", "import os\n" + code + "\n" + PROBE]))
+                seen[name] = _probe(await pool.run([PY, "-c", PROBE]))
+        fresh = await _fresh_probe()
+        unseen = {name for name, probe in polluted.items() if probe == fresh}
+        assert unseen == INVISIBLE_TO_PROBE  # every other polluter did change what the probe sees
+        return {name: probe for name, probe in seen.items() if probe != fresh}
 
-    after, fresh = run(go())
-    assert after == fresh
+    assert run(go()) == {}
 
 
 @requires_bwrap
