@@ -61,9 +61,13 @@ def state_base() -> Path:
 
 
 def _mount_tmpfs(target: Path, size_mb: int, uid: int) -> bool:
-    options = f"size={size_mb}m,mode=0755,uid={uid},gid={uid}".encode()
-    rc = _LIBC.mount(b"tmpfs", str(target).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options)
-    return rc == 0
+    """A size-capped tmpfs owned by `uid`; the owner is set by chown, not a mount option, so that the
+    sandbox's mountinfo (which shows the options) does not name the host uid."""
+    options = f"size={size_mb}m,mode=0755".encode()
+    if _LIBC.mount(b"tmpfs", str(target).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options) != 0:
+        return False
+    os.chown(target, uid, uid)
+    return True
 
 
 _SWEPT: set[Path] = set()
