@@ -208,6 +208,7 @@ class Workspace:
         self.tracker.synced.clear()
         if self.layers is None:
             for path, mode in ((self.work, 0o755), (self.tmp, 0o1777)):
+                os.chmod(path, 0o700)  # a mode the program set must not lock the owner out
                 _clear(path)
                 self._reset_dir(path, mode)
         elif self.layers.pins or self.layers.pristine:
@@ -269,6 +270,8 @@ class Workspace:
         snapshots.take(str(self.work), str(dest), self.tracker)
 
     def restore_from(self, src: Path) -> None:
+        for path in (self.work, self.tmp):
+            os.chmod(path, 0o700)  # a mode the program set must not lock the owner out
         _clear(self.tmp)
         self._reset_dir(self.tmp, 0o1777)
         snapshots.restore(
@@ -372,8 +375,9 @@ def _clear(path: Path) -> None:
 
 
 def _make_writable(path: Path) -> None:
-    for dirpath, dirnames, _ in os.walk(path):
-        os.chmod(dirpath, 0o700)
+    """Let the owner delete a tree whose directories the program made unreadable (mode 000)."""
+    os.chmod(path, 0o700)  # before the walk: a directory that cannot be listed would be skipped
+    for dirpath, dirnames, _ in os.walk(path):  # top-down: subdirectories are fixed before entered
         for name in dirnames:
             full = os.path.join(dirpath, name)
             if not os.path.islink(full):

@@ -9,9 +9,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -190,6 +192,46 @@ def test_without_mounts_a_reset_restores_the_directories_own_metadata(
             assert info.st_mtime > 1e9 and info.st_atime > 1e9
     finally:
         space.close()
+
+
+NON_ROOT_RESET = """
+import os, pathlib, sys
+from posttrain.sandbox import workspace
+workspace._mount_tmpfs = lambda *args: False
+space = workspace.Workspace.create(8, os.geteuid(), base=pathlib.Path(sys.argv[1]))
+for path in (space.work, space.tmp):
+    (path / "d").mkdir()
+    (path / "d" / "f").write_text("x")
+    os.chmod(path / "d", 0)
+    os.chmod(path, 0)
+space.reset()
+fresh = space.is_fresh()
+(space.work / "kept").write_text("1")
+space.snapshot_to(pathlib.Path(sys.argv[1]) / "snap")
+os.chmod(space.work, 0)
+os.chmod(space.tmp, 0)
+space.restore_from(pathlib.Path(sys.argv[1]) / "snap")
+print(fresh, sorted(os.listdir(space.work)), oct(os.stat(space.work).st_mode), oct(os.stat(space.tmp).st_mode))
+space.close()
+"""
+
+
+@requires_root
+def test_without_root_a_reset_and_a_restore_get_past_directories_the_program_locked() -> None:
+    """As a plain user, mode 000 on the workspace and on a subdirectory must not stop the reset."""
+    nobody = 65534
+    base = Path(tempfile.mkdtemp(prefix="posttrain-nonroot-"))  # pytest's tmp_path is root-only
+    try:
+        os.chown(base, nobody, nobody)
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+        argv = ["setpriv", f"--reuid={nobody}", f"--regid={nobody}", "--clear-groups", sys.executable]
+        done = subprocess.run(
+            [*argv, "-c", NON_ROOT_RESET, str(base)], capture_output=True, text=True, env=env, timeout=60
+        )
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "['kept']", "0o40755", "0o41777"]
 
 
 @requires_bwrap
