@@ -170,6 +170,24 @@ def test_restore_gives_new_directories_after_a_run_poisoned_them() -> None:
     assert after == fresh
 
 
+@requires_bwrap
+def test_a_fork_of_a_poisoned_sandbox_gets_new_directories() -> None:
+    metadata_only = POLLUTER.replace('open(path + "/left-behind", "w").close()', "pass")
+
+    async def go() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with Sandbox.create(spec()) as sb:
+            assert (await sb.exec([PY, "-c", metadata_only])).ok
+            child = await sb.fork()
+            try:
+                after = _probe(await child.exec([PY, "-c", PROBE]))
+            finally:
+                await child.close()
+        return after, await _fresh_probe()
+
+    after, fresh = run(go())
+    assert after == fresh
+
+
 def test_without_mounts_a_reset_restores_the_directories_own_metadata(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
