@@ -5,7 +5,8 @@ hierarchy offers the memory and pids controllers, else v1 when those controllers
 hierarchies (a hybrid host), else none (rlimits only; `posttrain sandbox check` says so). v1 groups are
 created under the path this process has in each hierarchy; v2 groups under the unified root.
 Guarantees: `kill_all` leaves the group empty (or raises); `close` removes the group; the `oom_kills`
-counter is monotone so callers diff it around a run.
+counter is monotone so callers diff it around a run; `cleanup_all` (at exit) leaves no
+`posttrain-sandbox-<pid>` directory of this process in any hierarchy.
 Not here: attaching processes (the launcher writes its own pid to `attach_paths` before exec).
 """
 
@@ -21,6 +22,8 @@ from pathlib import Path
 from typing import Protocol
 
 _COUNTER = itertools.count()
+_MANAGERS: list[CgroupManager] = []
+"""Every manager `detect` returned in this process, for `cleanup_all` at exit."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,25 @@ def sweep_stale(bases: list[Path]) -> int:
             _remove_empty(prefix)
             removed += 1
     return removed
+
+
+def _remove_prefix(prefix: Path) -> None:
+    """Kill whatever is left in the groups under `prefix`, remove them, then `prefix` itself."""
+    try:
+        leaves = [p for p in prefix.iterdir() if p.is_dir()]
+    except OSError:
+        return
+    for leaf in leaves:
+        with contextlib.suppress(OSError, RuntimeError):
+            _kill_and_wait([leaf], 2.0)
+            _rmdir(leaf)
+    _remove_empty(prefix)
+
+
+def cleanup_all() -> None:
+    """Remove this process's groups in every hierarchy (at exit, after the spares are discarded)."""
+    for manager in _MANAGERS:
+        manager.cleanup()
 
 
 def _remove_empty(path: Path) -> None:
@@ -235,7 +257,7 @@ class V1Manager:
 
     def cleanup(self) -> None:
         for base in set(self.mounts.values()):
-            _remove_empty(base / self.prefix)
+            _remove_prefix(base / self.prefix)
 
     def create(self, limits: Limits) -> V1Group:
         leaf = f"sb{next(_COUNTER)}"
@@ -303,7 +325,7 @@ class V2Manager:
         return _children(self.root / self.prefix)
 
     def cleanup(self) -> None:
-        _remove_empty(self.root / self.prefix)
+        _remove_prefix(self.root / self.prefix)
 
     def create(self, limits: Limits) -> V2Group:
         parent = self.root / self.prefix
@@ -369,12 +391,14 @@ def detect(proc_root: Path = Path("/proc/self")) -> tuple[CgroupManager | None, 
         controllers = _read_text(unified / "cgroup.controllers").split()
         if {"memory", "pids"} <= set(controllers) and os.access(unified, os.W_OK):
             sweep_stale([unified])
-            return V2Manager(unified), f"cgroup v2 at {unified} ({' '.join(controllers)})"
+            _MANAGERS.append(V2Manager(unified))
+            return _MANAGERS[-1], f"cgroup v2 at {unified} ({' '.join(controllers)})"
     if "memory" in v1 and "pids" in v1:
         mounts = {c: m / own.get(c, "/").lstrip("/") for c, m in v1.items()}
         if all(os.access(p, os.W_OK) for p in mounts.values()):
             sweep_stale(list(set(mounts.values())))
-            return V1Manager(mounts), "cgroup v1 (" + ", ".join(f"{c}:{p}" for c, p in mounts.items()) + ")"
+            _MANAGERS.append(V1Manager(mounts))
+            return _MANAGERS[-1], "cgroup v1 (" + ", ".join(f"{c}:{p}" for c, p in mounts.items()) + ")"
         return None, "cgroup v1 controllers are mounted but not writable"
     return None, "no cgroup memory+pids controllers available (rlimits only)"
 

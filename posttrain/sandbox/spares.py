@@ -2,9 +2,14 @@
 
 Reusing a spare skips mount/umount and mkdir/rmdir; its parked launcher (`parked.py`) takes the cgroup
 join, rlimits and uid drop off the next one-shot run's critical path. Guarantees: a spare is offered only
-after its cgroup was confirmed empty and its workspace emptied, so a new sandbox never sees anything of
-an old one; a launcher is parked only after that, so the emptiness check can never kill it; spares are
-removed at exit (or by the stale sweep of the next process). `give(..., background=True)` does the
+after its cgroup was confirmed empty and its workspace reset (new `work/` and `tmp/` directories, see
+`layers.py`), and `take` checks once more that both look new (empty, default mode and owner, no
+xattrs), so a new sandbox never sees anything of an old one, whatever spec that one ran with. A spare
+is matched on everything that shaped it and is not set again by the taker: the tmpfs size (`disk_mb`),
+its owner (the sandbox uid) and whether it has a cgroup; the cgroup's limits are rewritten by the taker
+and a parked launcher is used only for a run of exactly its shape. A launcher is parked only after the
+reset, so the emptiness check can never kill it; spares are removed at exit, and then this process's
+cgroup directories (or by the stale sweep of the next process). `give(..., background=True)` does the
 recycle on a worker thread so a one-shot run returns first; `take` waits briefly for such recycles and
 `settle` waits for all of them. Not here: what a sandbox does with its spare.
 """
@@ -16,7 +21,7 @@ import threading
 from concurrent.futures import Executor, Future, wait
 from dataclasses import dataclass
 
-from posttrain.sandbox.cgroups import CgroupGroup
+from posttrain.sandbox.cgroups import CgroupGroup, cleanup_all
 from posttrain.sandbox.launch import Context, ParkedLauncher
 from posttrain.sandbox.parked import park
 from posttrain.sandbox.snapshots import Tracker
@@ -55,11 +60,19 @@ class Spares:
         self.items: list[Spare] = []
         self.pending: set[Future[None]] = set()
         self.lock = threading.Lock()
-        atexit.register(self.drain)
+        atexit.register(self._drain_at_exit)
 
     def take(self, size_mb: int, owners: range, want_cgroup: bool) -> Spare | None:
-        """A spare of this size whose workspace is owned by one of `owners` (each sandbox has its own uid)."""
+        """A spare of this size, its workspace owned by one of `owners` (each sandbox has its own uid) and
+        looking new, or None (a stale one is discarded)."""
         self.settle(TAKE_WAIT_S)
+        while (spare := self._pop(size_mb, owners, want_cgroup)) is not None:
+            if spare.workspace.is_fresh():
+                return spare
+            spare.discard()  # never happens unless a reset missed something: belt and braces
+        return None
+
+    def _pop(self, size_mb: int, owners: range, want_cgroup: bool) -> Spare | None:
         with self.lock:
             for index, spare in enumerate(self.items):
                 space = spare.workspace
@@ -120,8 +133,15 @@ class Spares:
             wait(pending, timeout=timeout_s)
 
     def drain(self) -> None:
+        """Discard every spare; at exit (registered first, so run last) also this process's cgroups."""
         self.settle()
         with self.lock:
             items, self.items = self.items, []
         for spare in items:
             spare.discard()
+
+    def _drain_at_exit(self) -> None:
+        try:
+            self.drain()
+        finally:
+            cleanup_all()  # the managers' own exit hooks ran before ours, while spares still held groups

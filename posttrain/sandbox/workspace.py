@@ -62,9 +62,13 @@ def state_base() -> Path:
 
 
 def _mount_tmpfs(target: Path, size_mb: int, uid: int) -> bool:
-    options = f"size={size_mb}m,mode=0755,uid={uid},gid={uid}".encode()
-    rc = _LIBC.mount(b"tmpfs", str(target).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options)
-    return rc == 0
+    """A size-capped tmpfs owned by `uid`; the owner is set by chown, not a mount option, so that the
+    sandbox's mountinfo (which shows the options) does not name the host uid."""
+    options = f"size={size_mb}m,mode=0755".encode()
+    if _LIBC.mount(b"tmpfs", str(target).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options) != 0:
+        return False
+    os.chown(target, uid, uid)
+    return True
 
 
 _SWEPT: set[Path] = set()
@@ -131,23 +135,16 @@ class Workspace:
         mounted = os.geteuid() == 0 and _mount_tmpfs(root, size_mb, owner_uid)
         space = cls(root, owner_uid, mounted, size_mb)
         try:
-            space._populate()
+            for path, mode in ((space.work, 0o755), (space.tmp, 0o1777)):
+                path.mkdir()
+                space._own(path)
+                os.chmod(path, mode)  # after the chown (which may clear set-id bits), not via the umask
+            if mounted:
+                space.layers = _try_layers(space)
         except BaseException:  # a half-built workspace must not leave its tmpfs mounted
             space.close()
             raise
         return space
-
-    def _populate(self) -> None:
-        for path in (self.work, self.tmp):
-            path.mkdir()
-            self._own(path)
-        os.chmod(self.tmp, 0o1777)
-        if self.mounted:
-            try:
-                make_shared(self.root)
-                self.layers = Layers(self.root, self.work, self.owner_uid)
-            except OSError:
-                self.layers = None  # no overlayfs here: snapshots fall back to copies
 
     def _own(self, path: Path | str, fd: int | None = None) -> None:
         if os.geteuid() != 0:
@@ -205,43 +202,85 @@ class Workspace:
             os.close(fd)
 
     def reset(self) -> None:
-        """Empty `work/` and `tmp/` in place (they may be bind-mounted into a running sandbox)."""
+        """Make `work/` and `tmp/` what a new workspace has: contents and the directories' own metadata.
+
+        With layers: new directories are mounted (O(1)) and the old ones deleted in the background.
+        Without (no mounts allowed): emptied and their mode, owner, xattrs and times reset in place,
+        since a running sandbox bound these very inodes.
+        """
         self.tracker.synced.clear()
-        _clear(self.tmp)
-        if self.layers is None or self.layers.pristine:
-            _clear(self.work)  # through the overlay: files only in the upper layer leave no whiteouts
-        elif self.layers.pins:
+        if self.layers is None:
+            for path, mode in ((self.work, 0o755), (self.tmp, 0o1777)):
+                os.chmod(path, 0o700)  # a mode the program set must not lock the owner out
+                _clear(path)
+                self._reset_dir(path, mode)
+        elif self.layers.pins or self.layers.pristine:
             self.layers.restore(self.layers.base)
         else:
             self.layers.drop_snapshots()
 
     def reset_if_small(self, max_entries: int = 32) -> bool:
-        """Empty the workspace here and now if it holds only a few plain files; False if it needs `reset`."""
-        if self.layers is not None and not self.layers.pristine:
-            if not (self.layers.upper_is_small(max_entries) and _few_files(self.tmp, max_entries)):
+        """Reset here and now (on the caller's thread) when that takes a few cheap system calls; False
+        if it needs `reset` on a worker thread.
+
+        With layers that is only when there is nothing to do (`Layers.clean`): mounts are not cheap
+        enough for an event loop (an unmount waits for an RCU grace period and tears down the
+        overlay), and in a worker thread that kernel time overlaps other sandboxes' work.
+        """
+        if self.layers is not None:
+            if not self.layers.clean():
                 return False
-            self.reset()
+            self.tracker.synced.clear()
             return True
-        entries: list[str] = []
-        for directory in (self.work, self.tmp):
-            with os.scandir(directory) as found:
-                for entry in found:
-                    if entry.is_dir(follow_symlinks=False) or len(entries) >= max_entries:
+        if not (_few_files(self.work, max_entries) and _few_files(self.tmp, max_entries)):
+            return False
+        self.reset()
+        return True
+
+    def _reset_dir(self, path: Path, mode: int) -> None:
+        """Give a directory kept in place a new one's metadata: mode, owner, no xattrs, current times."""
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            for name in os.listxattr(fd):
+                os.removexattr(fd, name)
+            self._own(path, fd=fd)
+            os.fchmod(fd, mode)
+            os.utime(fd)
+        finally:
+            os.close(fd)
+
+    def is_fresh(self) -> bool:
+        """Whether `work/` and `tmp/` look like a new workspace's (empty, default mode and owner, no xattrs).
+
+        A cheap check (a few system calls) before a recycled workspace is handed to another sandbox.
+        """
+        owner = (self.owner_uid, self.owner_uid) if os.geteuid() == 0 else (os.geteuid(), os.getegid())
+        for path, mode in ((self.work, 0o755), (self.tmp, 0o1777)):
+            try:
+                info = os.lstat(path)
+                if (stat.S_IMODE(info.st_mode), info.st_uid, info.st_gid) != (mode, *owner):
+                    return False
+                if not stat.S_ISDIR(info.st_mode) or os.listxattr(path, follow_symlinks=False):
+                    return False
+                with os.scandir(path) as entries:
+                    if next(entries, None) is not None:
                         return False
-                    entries.append(entry.path)
-        for name in entries:
-            os.unlink(name)
-        self.tracker.synced.clear()
+            except OSError:
+                return False
         return True
 
     def snapshot_to(self, dest: Path) -> None:
         snapshots.take(str(self.work), str(dest), self.tracker)
 
     def restore_from(self, src: Path) -> None:
+        for path in (self.work, self.tmp):
+            os.chmod(path, 0o700)  # a mode the program set must not lock the owner out
         _clear(self.tmp)
+        self._reset_dir(self.tmp, 0o1777)
         snapshots.restore(
             str(self.work), str(src), self.tracker, self.owner_uid if os.geteuid() == 0 else None
         )
+        self._reset_dir(self.work, 0o755)
 
     def restore_snapshot(self, path: Path, stack: tuple[str, ...] | None, source: Workspace | None) -> None:
         """Continue from a snapshot: remount over its layers, or copy it back when there are none."""
@@ -253,7 +292,6 @@ class Workspace:
         if source is not self and source not in self.parents:
             source.pin()
             self.parents.append(source)
-        _clear(self.tmp)
         self.layers.restore(stack)
 
     def pin(self) -> None:
@@ -281,6 +319,15 @@ class Workspace:
         release, self.on_close = self.on_close, None
         if release is not None:
             release()
+
+
+def _try_layers(space: Workspace) -> Layers | None:
+    """Overlay layers and a bound `/tmp` on the workspace's tmpfs, or None where overlayfs is missing."""
+    try:
+        make_shared(space.root)
+        return Layers(space.root, space.work, space.tmp, space.owner_uid)
+    except OSError:
+        return None  # no overlayfs here: snapshots fall back to copies, recycles to explicit resets
 
 
 def _open_parent(base: Path, rel: str, create: bool, owner: int | None = None) -> tuple[int, str]:
@@ -334,8 +381,9 @@ def _clear(path: Path) -> None:
 
 
 def _make_writable(path: Path) -> None:
-    for dirpath, dirnames, _ in os.walk(path):
-        os.chmod(dirpath, 0o700)
+    """Let the owner delete a tree whose directories the program made unreadable (mode 000)."""
+    os.chmod(path, 0o700)  # before the walk: a directory that cannot be listed would be skipped
+    for dirpath, dirnames, _ in os.walk(path):  # top-down: subdirectories are fixed before entered
         for name in dirnames:
             full = os.path.join(dirpath, name)
             if not os.path.islink(full):
