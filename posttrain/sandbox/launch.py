@@ -129,18 +129,18 @@ def bwrap_options(ctx: Context, persistent: bool, extra_binds: tuple[str, ...] =
         uid = features.run_as_uid
         argv += [features.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
     argv += [features.bwrap, "--unshare-user", "--uid", "1000", "--gid", "1000"]
-    if persistent:
-        argv += ["--disable-userns"]  # belt and braces over the seccomp rule; costs ~2 ms, so sessions only
     argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try"]
     argv += ["--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv"]
     argv += list(ctx.rootfs.args) + list(extra_binds)
     argv += ["--proc", "/proc", "--dev", "/dev"]
     argv += ["--bind", str(ctx.workspace.work), INNER_WORKDIR, "--bind", str(ctx.workspace.tmp), "/tmp"]
     argv += ["--remount-ro", "/", "--chdir", INNER_WORKDIR, "--json-status-fd", str(STATUS_FD)]
-    if features.seccomp:
-        argv += ["--seccomp", str(SEC_FD)]
     if persistent:
+        # The supervisor makes each run's own namespaces (a nested user namespace included) and loads
+        # the filter from SEC_FD in the run's process itself; see supervisor.py.
         argv += ["--as-pid-1"]
+    elif features.seccomp:
+        argv += ["--seccomp", str(SEC_FD)]
     return argv
 
 

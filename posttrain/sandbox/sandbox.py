@@ -35,7 +35,7 @@ from posttrain.sandbox.workspace import Workspace, state_base
 
 EXECUTOR = ThreadPoolExecutor(max_workers=64, thread_name_prefix="sandbox")
 """Blocking sandbox work runs here; its threads live for the process (bwrap dies with its parent thread)."""
-PIDS_SLACK = 2  # the outer bwrap and the supervisor (or bwrap's init) are charged too
+PIDS_SLACK = 3  # the outer bwrap, the supervisor (or bwrap's init) and a run's own init are charged too
 _SNAP_IDS = itertools.count()
 
 

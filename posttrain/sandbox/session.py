@@ -92,6 +92,7 @@ class Session:
             "argv": argv, "env": program_env(self.ctx, env), "cwd": INNER_WORKDIR, "timeout_s": timeout_s,
             "rlimits": rlimits(self.ctx.spec), "max_output": self.ctx.spec.max_output_bytes,
             "output_limit": self.ctx.spec.output_limit_mb << 20, "stdin_len": len(stdin),
+            "dev_mb": self.ctx.spec.memory_mb,
         }  # fmt: skip
         header = json.dumps(request).encode()
         return supervisor.HEADER.pack(len(header)) + header + stdin
