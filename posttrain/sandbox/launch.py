@@ -7,7 +7,8 @@ gate, the uid drop and the cgroup join are off its critical path. Processes are 
 `posix_spawn`, so a large host process is never forked.
 Guarantees: the sandbox gets exactly the environment built here (no host variable leaks in unless
 allow-listed); `classify` maps a raw outcome to exactly one status and reports `sandbox_error` only for
-infrastructure failures. Not here: the persistent supervisor protocol (`session.py`).
+infrastructure failures (an OOM kill in the sandbox's cgroup during the run is `memory_limit` even when
+it took the supervisor). Not here: the persistent supervisor protocol (`session.py`).
 """
 
 from __future__ import annotations
@@ -316,6 +317,11 @@ def classify(reply: dict[str, Any], spec: SandboxSpec, oom_kills: int) -> ExecRe
         "exit_code": reply.get("exit_code"), "signal": reply.get("signal"),
     }  # fmt: skip
     if reply.get("error"):
+        if oom_kills > 0:
+            # The OOM killer acted in the sandbox's own cgroup during the run: whatever it took (the
+            # supervisor included), the program ran out of memory, which is the model's outcome.
+            note = f"memory limit {spec.memory_mb} MB (the sandbox was killed: {reply['error']})"
+            return ExecResult(status="memory_limit", error=note, wall_ms=common["wall_ms"])
         return ExecResult(status="sandbox_error", error=str(reply["error"]), wall_ms=common["wall_ms"])
     sig, code = reply.get("signal"), reply.get("exit_code")
     if reply.get("timed_out"):
