@@ -137,6 +137,10 @@ def bwrap_options(ctx: Context, persistent: bool, extra_binds: tuple[str, ...] =
     argv += ["--bind", str(ctx.workspace.work), INNER_WORKDIR, "--bind", str(ctx.workspace.tmp), "/tmp"]
     argv += ["--remount-ro", "/", "--chdir", INNER_WORKDIR, "--json-status-fd", str(STATUS_FD)]
     if persistent:
+        # Runs share the sandbox's /dev: only its read-only top is shared, each run mounts its own
+        # /dev/shm and devpts (supervisor.py), so no run can leave anything there for the next.
+        argv += ["--remount-ro", "/dev"]
+    if persistent:
         # The supervisor makes each run's own namespaces (a nested user namespace included) and loads
         # the filter from SEC_FD in the run's process itself; see supervisor.py.
         argv += ["--as-pid-1"]

@@ -288,45 +288,17 @@ def _run_init(status_w: int, program: Any, dev_mb: int, close_in_init: tuple[int
 
 
 def _fresh_mounts(dev_mb: int) -> None:
-    """In the run's new mount namespace: a /proc for its PID namespace and a new /dev like the
-    sandbox's own (which no program can reach: each one gets a fresh copy)."""
+    """In the run's new mount namespace: a /proc for its PID namespace, a new tmpfs on /dev/shm (capped
+    at `dev_mb`, with the original directory's mode and owner) and a new devpts instance. The rest of
+    /dev is read-only (bwrap remounts it so), so nothing else there can change between runs."""
     assert _KERNEL is not None
     _KERNEL.mount(None, "/", None, MS_REC | MS_SLAVE, None)  # nothing of the run propagates back
     _KERNEL.mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
-    old = os.open("/dev", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        top = os.stat(old)
-        options = f"mode={stat.S_IMODE(top.st_mode):o},size={max(dev_mb, 1)}m,uid={top.st_uid},gid={top.st_gid}"
-        _KERNEL.mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NODEV, options)
-        for name in sorted(os.listdir(f"/proc/self/fd/{old}")):
-            _copy_dev_entry(old, top.st_dev, name)
-    finally:
-        os.close(old)
-
-
-def _copy_dev_entry(old: int, old_dev: int, name: str) -> None:
-    """Recreate one entry of the sandbox's /dev in the run's: symlinks and directories anew, device
-    nodes and other mounts bound from the original, `pts` as a new devpts instance."""
-    assert _KERNEL is not None
-    info = os.stat(name, dir_fd=old, follow_symlinks=False)
-    target, source = f"/dev/{name}", f"/proc/self/fd/{old}/{name}"
-    if stat.S_ISLNK(info.st_mode):
-        os.symlink(os.readlink(name, dir_fd=old), target)
-        return
-    if stat.S_ISDIR(info.st_mode):
-        os.mkdir(target)
-        os.chmod(target, stat.S_IMODE(info.st_mode))
-        if info.st_dev == old_dev:
-            return
-        if name == "pts":
-            _KERNEL.mount("devpts", target, "devpts", MS_NOSUID | MS_NOEXEC, DEVPTS_OPTIONS)
-        else:
-            _KERNEL.mount(source, target, None, MS_BIND | MS_REC, None)
-        return
-    os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
-    os.chmod(target, stat.S_IMODE(info.st_mode))
-    if info.st_dev != old_dev or not stat.S_ISREG(info.st_mode):
-        _KERNEL.mount(source, target, None, MS_BIND, None)
+    shm = os.stat("/dev/shm")
+    options = f"mode={stat.S_IMODE(shm.st_mode):o},size={max(dev_mb, 1)}m,uid={shm.st_uid},gid={shm.st_gid}"
+    _KERNEL.mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, options)
+    if os.path.isdir("/dev/pts"):
+        _KERNEL.mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, DEVPTS_OPTIONS)
 
 
 class Prepared:

@@ -201,8 +201,9 @@ POLLUTERS: dict[str, list[str]] = {
     "dev_entries_added": sh("mkdir /dev/mqueue /dev/x && touch /dev/newfile && ln -s /tmp /dev/fd2 && rm /dev/ptmx"),
     "dev_modes_changed": sh("chmod 777 /dev && chmod 000 /dev/shm && chmod 1777 /dev/pts 2>/dev/null; true"),
     "dev_xattr_and_times": py(
-        "import os\nos.setxattr('/dev/shm', 'user.mark', b'1')\nos.setxattr('/dev', 'user.mark', b'1')\n"
-        "os.utime('/dev/shm', (0, 0))\nos.utime('/dev', (0, 0))"
+        "import os\nfor path in ('/dev/shm', '/dev', '/dev/pts', '/dev/null'):\n"
+        "    for act in (lambda: os.setxattr(path, 'user.mark', b'1'), lambda: os.utime(path, (0, 0))):\n"
+        "        try: act()\n        except OSError: pass"
     ),
     "dev_null_replaced": sh("umount /dev/null 2>/dev/null; rm -f /dev/null; echo data > /dev/null; true"),
     "sysv_ipc_objects": py(SYSV),
