@@ -3,11 +3,10 @@
 Inside a bubblewrap sandbox this file is PID 1 of the sandbox's PID namespace
 (`python3 -I -S supervisor.py`): it reads run requests from fd 0 and runs each program in namespaces
 made for that run alone (`_start_run`): a nested user namespace (same uid/gid 1000) with new mount, IPC
-and PID namespaces, whose init (`_run_init`, PID 1 there) mounts a fresh `/proc` and a fresh `/dev`
-(a size-capped tmpfs holding `/dev/shm`, device nodes bound from the sandbox's own `/dev`, new std
-symlinks and a new devpts), forks the program's process and exits with it. The program's process
-sets rlimits and the OOM score, loads the seccomp filter the host passed on fd 3, and execs. That
-chain is started after the previous run (`Prepared`, which waits in `/bin/sh` for the command; a
+and PID namespaces, whose init (`_run_init`, PID 1 there) mounts a fresh `/proc`, a fresh size-capped
+tmpfs on `/dev/shm` and a new devpts (the rest of `/dev` is read-only), forks the program's process
+and exits with it. The program's process sets rlimits and the OOM score, loads the seccomp filter the
+host passed on fd 3, and execs. That chain is started after the previous run (`Prepared`, which waits in `/bin/sh` for the command; a
 plain start where that cannot run the request exactly). The supervisor collects head+tail output,
 enforces the wall timeout, then kills every other process in the namespace and reaps them all before
 it answers on fd 1. A program sees only its own run's PID namespace, so it cannot signal, prlimit,
@@ -15,8 +14,8 @@ renice, re-pin or ptrace the supervisor; the supervisor also ignores the usual j
 termination signals and marks itself non-dumpable. The host imports its protocol (`HEADER`,
 `read_frame`) and its waiting-shell names.
 
-Guarantees: every run starts with a new `/dev` (incl. `/dev/shm`), new SysV IPC objects and POSIX
-message queues, a new `/proc`, and per-process attributes (rlimits, nice, affinity, I/O priority, OOM
+Guarantees: every run starts with a new `/dev/shm` and `/dev/pts` (the rest of `/dev` is read-only),
+new SysV IPC objects and POSIX message queues, a new `/proc`, and per-process attributes (rlimits, nice, affinity, I/O priority, OOM
 score) inherited from the supervisor, never from an earlier run; after a reply, no process of the
 run is left (the run's namespaces die with its init, and everything else in the sandbox's namespace is
 killed and reaped; the only other processes are then the next prepared chain, which has run nothing but
