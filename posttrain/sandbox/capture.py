@@ -110,17 +110,21 @@ def collect(
     request: dict[str, Any],
     kill_all: Callable[[], None],
     reap_all: bool = False,
+    status_fd: int | None = None,
 ) -> dict[str, Any]:
     """Feed stdin, capture output and wait for `pid` (this process must be its parent), then kill the rest.
 
-    Returns the reply dict; the kept output bytes are under `_out` and `_err`.
+    Where `pid` is an init that runs the program for us (the supervisor's per-run namespaces),
+    `status_fd` carries the program's own wait status (or `!` and why the run could not start);
+    `pid`'s own status stands where nothing came. Returns the reply dict; the kept output bytes are
+    under `_out` and `_err`.
     """
     start = time.monotonic()
     pump = _Pump(pid, stdin_fd, out_fd, err_fd, stdin_data, int(request["max_output"]))
     timed_out, output_killed = pump.run(start + float(request["timeout_s"]), int(request["output_limit"]))
     kill_all()
     pump.finish()
-    reply = _reap(pid, reap_all)
+    reply = _reap(pid, reap_all, status_fd)
     out, err = pump.caps[out_fd], pump.caps[err_fd]
     reply.update(
         timed_out=timed_out,
@@ -184,7 +188,7 @@ def _drain_rest(
                 _drain(fd, caps[fd], poller, open_fds)
 
 
-def _reap(pid: int, reap_all: bool) -> dict[str, Any]:
+def _reap(pid: int, reap_all: bool, status_fd: int | None = None) -> dict[str, Any]:
     """Wait for `pid` (and, as PID 1, for every other child); sum CPU, take the largest RSS."""
     _, status, usage = os.wait4(pid, 0)
     cpu_s = usage.ru_utime + usage.ru_stime
@@ -196,9 +200,29 @@ def _reap(pid: int, reap_all: bool) -> dict[str, Any]:
             break
         cpu_s += other.ru_utime + other.ru_stime
         maxrss_kb = max(maxrss_kb, other.ru_maxrss)
-    exit_code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
-    sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
-    return {"exit_code": exit_code, "signal": sig, "cpu_ms": cpu_s * 1000, "maxrss_kb": maxrss_kb}
+    reply: dict[str, Any] = {"cpu_ms": cpu_s * 1000, "maxrss_kb": maxrss_kb}
+    report = _read_report(status_fd) if status_fd is not None else b""
+    if report.startswith(b"!"):
+        reply["error"] = "cannot start the run: " + report[1:].decode(errors="replace")
+    elif len(report) == 4:
+        status = int.from_bytes(report, "little", signed=True)
+    reply["exit_code"] = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+    reply["signal"] = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+    return reply
+
+
+def _read_report(fd: int) -> bytes:
+    """Everything already written to a pipe whose writer has exited (it never blocks), then closed."""
+    os.set_blocking(fd, False)
+    chunks: list[bytes] = []
+    try:
+        while chunk := os.read(fd, 4096):
+            chunks.append(chunk)
+    except BlockingIOError:
+        pass
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
 
 
 def write_all(fd: int, data: bytes) -> None:

@@ -7,7 +7,8 @@ gate, the uid drop and the cgroup join are off its critical path. Processes are 
 `posix_spawn`, so a large host process is never forked.
 Guarantees: the sandbox gets exactly the environment built here (no host variable leaks in unless
 allow-listed); `classify` maps a raw outcome to exactly one status and reports `sandbox_error` only for
-infrastructure failures. Not here: the persistent supervisor protocol (`session.py`).
+infrastructure failures (an OOM kill in the sandbox's cgroup during the run is `memory_limit` even when
+it took the supervisor). Not here: the persistent supervisor protocol (`session.py`).
 """
 
 from __future__ import annotations
@@ -136,18 +137,22 @@ def bwrap_options(ctx: Context, persistent: bool, extra_binds: tuple[str, ...] =
         uid = ctx.host_uid
         argv += [features.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
     argv += [features.bwrap, "--unshare-user", "--uid", "1000", "--gid", "1000"]
-    if persistent:
-        argv += ["--disable-userns"]  # belt and braces over the seccomp rule; costs ~2 ms, so sessions only
     argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try"]
     argv += ["--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv"]
     argv += list(ctx.rootfs.args) + list(extra_binds)
     argv += ["--proc", "/proc", "--dev", "/dev"]
     argv += ["--bind", str(ctx.workspace.work), INNER_WORKDIR, "--bind", str(ctx.workspace.tmp), "/tmp"]
     argv += ["--remount-ro", "/", "--chdir", INNER_WORKDIR, "--json-status-fd", str(STATUS_FD)]
-    if features.seccomp:
-        argv += ["--seccomp", str(SEC_FD)]
     if persistent:
+        # Runs share the sandbox's /dev: only its read-only top is shared, each run mounts its own
+        # /dev/shm and devpts (supervisor.py), so no run can leave anything there for the next.
+        argv += ["--remount-ro", "/dev"]
+    if persistent:
+        # The supervisor makes each run's own namespaces (a nested user namespace included) and loads
+        # the filter from SEC_FD in the run's process itself; see supervisor.py.
         argv += ["--as-pid-1"]
+    elif features.seccomp:
+        argv += ["--seccomp", str(SEC_FD)]
     return argv
 
 
@@ -323,6 +328,11 @@ def classify(reply: dict[str, Any], spec: SandboxSpec, oom_kills: int) -> ExecRe
         "exit_code": reply.get("exit_code"), "signal": reply.get("signal"),
     }  # fmt: skip
     if reply.get("error"):
+        if oom_kills > 0:
+            # The OOM killer acted in the sandbox's own cgroup during the run: whatever it took (the
+            # supervisor included), the program ran out of memory, which is the model's outcome.
+            note = f"memory limit {spec.memory_mb} MB (the sandbox was killed: {reply['error']})"
+            return ExecResult(status="memory_limit", error=note, wall_ms=common["wall_ms"])
         return ExecResult(status="sandbox_error", error=str(reply["error"]), wall_ms=common["wall_ms"])
     sig, code = reply.get("signal"), reply.get("exit_code")
     if reply.get("timed_out"):

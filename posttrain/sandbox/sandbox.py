@@ -36,7 +36,7 @@ from posttrain.sandbox.workspace import Workspace, state_base
 
 EXECUTOR = ThreadPoolExecutor(max_workers=64, thread_name_prefix="sandbox")
 """Blocking sandbox work runs here; its threads live for the process (bwrap dies with its parent thread)."""
-PIDS_SLACK = 2  # the outer bwrap and the supervisor (or bwrap's init) are charged too
+PIDS_SLACK = 3  # the outer bwrap, the supervisor (or bwrap's init) and a run's own init are charged too
 _SNAP_IDS = itertools.count()
 
 
@@ -245,6 +245,7 @@ class Sandbox:
             workspace = self.ctx.workspace
             if workspace.layers is not None:
                 stack = await _in_thread(workspace.layers.snapshot)
+                self._remounted()
                 return Snapshot(Path(stack[0]), self.id, stack, workspace)
             store = state_base() / "snapshots"
             store.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -256,6 +257,13 @@ class Sandbox:
     async def restore(self, snap: Snapshot) -> None:
         async with self._lock:
             await _in_thread(self.ctx.workspace.restore_snapshot, snap.path, snap.layers, snap.workspace)
+            self._remounted()
+
+    def _remounted(self) -> None:
+        """After the workspace's mounts may have changed: the next run must not start from a mount
+        namespace copied before (a persistent run's namespaces are made ahead of its request)."""
+        if self.session is not None and self.ctx.workspace.layers is not None:
+            self.session.refresh()
 
     async def fork(self, snap: Snapshot | None = None) -> Sandbox:
         """A new sandbox with the same spec whose workspace starts as `snap` (default: a fresh snapshot)."""
@@ -276,6 +284,7 @@ class Sandbox:
             if self.persistent and not self.spec.files and self.ctx.workspace.reset_if_small():
                 return  # the common case costs a couple of syscalls, so skip the thread hop
             await _in_thread(self._reset_sync)
+            self._remounted()
 
     def _reset_sync(self) -> None:
         if self.ctx.cgroup is not None and not self.persistent:

@@ -92,6 +92,7 @@ class Session:
             "argv": argv, "env": program_env(self.ctx, env), "cwd": INNER_WORKDIR, "timeout_s": timeout_s,
             "rlimits": rlimits(self.ctx.spec), "max_output": self.ctx.spec.max_output_bytes,
             "output_limit": self.ctx.spec.output_limit_mb << 20, "stdin_len": len(stdin),
+            "dev_mb": self.ctx.spec.memory_mb,
         }  # fmt: skip
         header = json.dumps(request).encode()
         return supervisor.HEADER.pack(len(header)) + header + stdin
@@ -121,6 +122,17 @@ class Session:
             raise
         finally:
             loop.remove_reader(fd)
+
+    def refresh(self) -> None:
+        """Tell the supervisor the workspace mounts changed (reset, restore, snapshot): its prepared run
+        lives in a mount namespace copied before, so it makes a new one. Nothing is answered."""
+        if not self.alive or self.proc is None:
+            return
+        header = json.dumps({"op": "refresh"}).encode()
+        try:
+            write_all(self.proc.stdin, supervisor.HEADER.pack(len(header)) + header)  # a few bytes: never blocks
+        except OSError:
+            self.alive = False
 
     def _read_reply(self, deadline: float) -> dict[str, Any]:
         assert self.proc is not None

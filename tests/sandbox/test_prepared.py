@@ -7,7 +7,7 @@ import io
 import json
 import struct
 
-from posttrain.sandbox import Sandbox
+from posttrain.sandbox import Sandbox, run_sync
 from posttrain.sandbox.supervisor import WAITER_ARGV, read_frame
 
 from .helpers import PY, requires_bwrap, run, spec
@@ -22,8 +22,37 @@ print(json.dumps({
     "oom": open("/proc/self/oom_score_adj").read().strip(),
     "status": {k: status[k].strip() for k in ("NoNewPrivs", "Seccomp", "SigIgn", "SigBlk", "CapEff", "Uid")},
     "sigpipe": signal.getsignal(signal.SIGPIPE) == signal.SIG_DFL,
+    "syscalls": syscalls(),
 }, sort_keys=True))
 """
+SYSCALLS = """
+import ctypes, os, socket
+libc = ctypes.CDLL(None, use_errno=True)
+NR = {"x86_64": {"clone3": 435, "io_uring_setup": 425, "bpf": 321, "open_tree": 428, "setns": 308,
+                 "pidfd_getfd": 438, "mount_setattr": 442},
+      "aarch64": {"clone3": 435, "io_uring_setup": 425, "bpf": 280, "open_tree": 428, "setns": 268,
+                  "pidfd_getfd": 438, "mount_setattr": 442}}[os.uname().machine]
+
+def outcome(result):
+    return [result, ctypes.get_errno() if result == -1 else 0]
+
+def syscalls():
+    seen = {name: outcome(libc.syscall(number, 0, 0, 0, 0, 0)) for name, number in sorted(NR.items())}
+    seen["unshare_user"] = outcome(libc.unshare(0x10000000))
+    seen["unshare_net"] = outcome(libc.unshare(0x40000000))
+    seen["mount"] = outcome(libc.mount(b"none", b"/tmp", b"tmpfs", 0, None))
+    seen["ptrace_traceme"] = outcome(libc.ptrace(0, 0, 0, 0))
+    seen["tiocsti"] = outcome(libc.ioctl(0, 0x5412, ctypes.byref(ctypes.c_char(b"x"))))
+    seen["keyctl"] = outcome(libc.syscall({"x86_64": 250, "aarch64": 219}[os.uname().machine], 0, 0, 0, 0, 0))
+    for family in (socket.AF_INET, socket.AF_INET6, socket.AF_UNIX, socket.AF_NETLINK):
+        try:
+            socket.socket(family, socket.SOCK_DGRAM).close()
+            seen[f"socket_{family}"] = 0
+        except OSError as exc:
+            seen[f"socket_{family}"] = exc.errno
+    return seen
+"""
+PROBE = SYSCALLS + PROBE
 
 
 async def _waiter_ready(sb: Sandbox) -> bool:
@@ -67,6 +96,21 @@ def test_a_run_through_the_waiting_shell_sees_what_a_forked_run_sees() -> None:
     assert "PWD" not in seen_second["env"] and seen_second["env"]["QUOTED"] == 'it\'s "odd"\n$HOME'
     assert seen_second["argv"] == ["-c"] and seen_second["leader"] and seen_second["oom"] == "1000"
     assert seen_second["status"]["NoNewPrivs"] == "1" and seen_second["status"]["Seccomp"] == "2"
+
+
+@requires_bwrap
+def test_a_persistent_run_gets_the_seccomp_policy_bwrap_gives_a_one_shot_run() -> None:
+    """The supervisor loads the filter itself in each run's process (bwrap's would forbid the run's
+    namespaces); what the program can and cannot call must be exactly what a one-shot run, whose
+    filter bwrap loads, gets."""
+    _first, second, used_waiter = _forked_then_prepared([PY, "-c", PROBE])
+    oneshot = run_sync([PY, "-c", PROBE], spec())
+    assert used_waiter and second.status == oneshot.status == "ok", (second.stderr, oneshot.stderr)
+    persistent, alone = json.loads(second.stdout), json.loads(oneshot.stdout)
+    assert persistent["syscalls"] == alone["syscalls"]
+    assert persistent["status"]["NoNewPrivs"] == alone["status"]["NoNewPrivs"] == "1"
+    assert persistent["status"]["CapEff"] == alone["status"]["CapEff"] == "0000000000000000"
+    assert persistent["syscalls"]["clone3"] == [-1, 38] and persistent["syscalls"]["unshare_user"] == [-1, 1]
 
 
 @requires_bwrap
