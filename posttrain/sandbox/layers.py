@@ -125,6 +125,8 @@ class Layers:
         self.upper_signature: Signature | None = None
         self.tmp_signature: Signature | None = None
         """Signatures of the upper layer and `/tmp` directory as made, taken at their first mount."""
+        self.discarded: list[Path] = []
+        """What the last restore handed to the reaper (its deletion may still be running)."""
         self.upper, self.ovwork = self._new_upper()
         self.tmp_source = self._new_tmp()
         try:
@@ -221,6 +223,7 @@ class Layers:
         self.mount()
         for path in discarded:
             REAPER.discard(path)
+        self.discarded = discarded
 
     def clean(self) -> bool:
         """Nothing to reset: the empty base, both directories mounted and untouched since they were made."""
@@ -243,4 +246,5 @@ class Layers:
         for entry in self.store.iterdir():
             if str(entry) not in self.base:
                 REAPER.discard(entry)
+                self.discarded.append(entry)
         self.promoted = 0

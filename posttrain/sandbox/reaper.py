@@ -68,6 +68,7 @@ class Reaper:
         self.queue: deque[str] = deque()
         self.cond = threading.Condition()
         self.busy = False
+        self.current: str | None = None
         self.thread: threading.Thread | None = None
         self.deleted = 0
 
@@ -90,16 +91,26 @@ class Reaper:
         with self.cond:
             return self.cond.wait_for(lambda: not self.queue and not self.busy, timeout_s)
 
+    def wait_for(self, paths: list[Path], timeout_s: float = 30.0) -> bool:
+        """Wait until none of `paths` is queued or being deleted; False on timeout."""
+        names = {str(p) for p in paths}
+
+        def done() -> bool:
+            return self.current not in names and names.isdisjoint(self.queue)
+
+        with self.cond:
+            return self.cond.wait_for(done, timeout_s)
+
     def _run(self) -> None:
         while True:
             with self.cond:
                 self.cond.wait_for(lambda: bool(self.queue))
                 path = self.queue.popleft()
-                self.busy = True
+                self.busy, self.current = True, path
             with contextlib.suppress(OSError):
                 delete_tree(path)
             with self.cond:
-                self.busy = False
+                self.busy, self.current = False, None
                 self.deleted += 1
                 self.cond.notify_all()
 

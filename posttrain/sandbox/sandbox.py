@@ -257,6 +257,7 @@ class Sandbox:
     async def restore(self, snap: Snapshot) -> None:
         async with self._lock:
             await _in_thread(self.ctx.workspace.restore_snapshot, snap.path, snap.layers, snap.workspace)
+            await _in_thread(self.ctx.workspace.wait_for_garbage)
             self._remounted()
 
     def _remounted(self) -> None:
@@ -290,6 +291,7 @@ class Sandbox:
         if self.ctx.cgroup is not None and not self.persistent:
             self.ctx.cgroup.kill_all()
         self.ctx.workspace.reset()
+        self.ctx.workspace.wait_for_garbage()
         _place_files(self.ctx.workspace, self.spec.files)
 
     async def close(self) -> None:

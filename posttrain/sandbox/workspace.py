@@ -24,6 +24,7 @@ from pathlib import Path
 
 from posttrain.sandbox import snapshots
 from posttrain.sandbox.layers import Layers, make_shared
+from posttrain.sandbox.reaper import REAPER
 
 MS_NOSUID, MS_NODEV, MNT_DETACH = 2, 4, 2
 _COUNTER = itertools.count()
@@ -218,6 +219,18 @@ class Workspace:
             self.layers.restore(self.layers.base)
         else:
             self.layers.drop_snapshots()
+
+    def wait_for_garbage(self, timeout_s: float = 30.0) -> None:
+        """If what the last reset or restore discarded still fills more than 1/16 of the tmpfs, wait for
+        the reaper to delete it: until then it counts against this sandbox's `disk_mb` and memory
+        limit, and the next run must start with the whole of both. Small leftovers (the usual case)
+        are not waited for; a slot that does wait is simply out of its pool's rotation meanwhile."""
+        if self.layers is None or not self.layers.discarded or not self.mounted:
+            return
+        st = os.statvfs(self.root)
+        used = (st.f_blocks - st.f_bfree) * st.f_frsize
+        if used * 16 > st.f_blocks * st.f_frsize:
+            REAPER.wait_for(self.layers.discarded, timeout_s)
 
     def reset_if_small(self, max_entries: int = 32) -> bool:
         """Reset here and now (on the caller's thread) when that takes a few cheap system calls; False

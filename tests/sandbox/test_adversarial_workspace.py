@@ -345,3 +345,29 @@ def test_mountinfo_inside_names_no_host_state_path_or_trainer_pid() -> None:
         assert b"/workspace" in text and b"/tmp" in text
         assert str(state_base()).encode() not in text
         assert b"posttrain-sandbox" not in text and f"/{os.getpid()}-".encode() not in text
+
+
+@requires_bwrap
+@requires_root
+def test_a_run_after_one_that_filled_the_disk_gets_the_whole_disk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Leftovers the reaper has not deleted yet would eat the next run's disk_mb and memory: a large
+    leftover keeps the slot out of rotation until it is gone (the deletion is slowed down here)."""
+    from posttrain.sandbox import reaper
+
+    real_delete = reaper.delete_tree
+
+    def slow_delete(path: str) -> None:
+        threading.Event().wait(0.5)
+        real_delete(path)
+
+    monkeypatch.setattr(reaper, "delete_tree", slow_delete)
+    fill = "head -c 24000000 /dev/zero > /workspace/big && echo written"
+
+    async def go() -> list[Any]:
+        async with SandboxPool(spec(disk_mb=32, memory_mb=64), size=1) as pool:
+            return [await pool.run(["/bin/sh", "-c", fill]) for _ in range(2)]
+
+    first, second = run(go())
+    assert first.ok and first.stdout == b"written\n"
+    assert second.ok and second.stdout == b"written\n", (second.status, second.stderr)
+    assert reaper.REAPER.settle(30)
