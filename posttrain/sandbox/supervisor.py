@@ -82,10 +82,11 @@ class _Kernel:
         libc = ctypes.CDLL(None, use_errno=True)
         self.prctl = libc.prctl
         self.prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4
-        self.unshare_call = libc.unshare
-        self.unshare_call.argtypes = [ctypes.c_int]
         self.mount_call = libc.mount
         self.mount_call.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_char_p]
+        self.syscall = libc.syscall
+        self.syscall.restype = ctypes.c_long
+        self.clone_nr = {"x86_64": 56, "aarch64": 220}[os.uname().machine]
         self.filter: Any = None
         self.fprog: Any = None
         with open("/proc/sys/kernel/cap_last_cap") as handle:
@@ -102,8 +103,16 @@ class _Kernel:
             err = ctypes.get_errno()
             raise OSError(err, f"{what}: {os.strerror(err)}")
 
-    def unshare(self, flags: int) -> None:
-        self.check(self.unshare_call(flags), "unshare")
+    def clone(self, flags: int) -> int:
+        """fork(2) into new namespaces: the raw clone system call with `flags | SIGCHLD` and no new stack
+        (the child continues on a copy of this one, as after fork). 0 in the child, its pid here.
+        Python's own after-fork hooks do not run; the supervisor is single-threaded and registers none."""
+        sigchld, zero = int(signal.SIGCHLD), ctypes.c_ulong(0)
+        pid = int(self.syscall(ctypes.c_long(self.clone_nr), ctypes.c_ulong(flags | sigchld), zero, zero, zero, zero))
+        if pid < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"clone: {os.strerror(err)}")
+        return pid
 
     def mount(self, source: str | None, target: str, fstype: str | None, flags: int, data: str | None) -> None:
         encode = lambda text: None if text is None else os.fsencode(text)  # noqa: E731
@@ -191,64 +200,45 @@ def _exec_child(request: dict[str, Any], path: str, stdin_r: int, out_w: int, er
 
 
 class RunStart:
-    """A run's namespaces being made: `_start_run` forked a creator that makes them and forks the
-    run's init; `init_pid` waits for the creator and returns the init's pid (by then the
-    supervisor's child, since the creator has exited) with the pipe its program's status comes on."""
+    """A run's init, started by `_start_run` in new namespaces, and the pipe its program's status
+    (or, prefixed with "!", why the run could not start) comes on."""
 
-    def __init__(self, creator: int, pid_r: int, status_r: int) -> None:
-        self.creator, self.pid_r, self.status_r = creator, pid_r, status_r
+    def __init__(self, init: int, status_r: int) -> None:
+        self.init, self.status_r = init, status_r
 
     def init_pid(self) -> int:
-        """The run's init, or OSError (the namespaces could not be made; everything reaped)."""
-        chunks = []
-        while chunk := os.read(self.pid_r, 4096):
-            chunks.append(chunk)
-        os.close(self.pid_r)
-        os.waitpid(self.creator, 0)
-        text = b"".join(chunks).decode(errors="replace")
-        if not text.isdigit():
-            os.close(self.status_r)
-            raise OSError(f"cannot make the run's namespaces: {text or 'creator died'}")
-        return int(text)
+        """The run's init (the supervisor's own child)."""
+        return self.init
 
 
 def _start_run(program: Any, dev_mb: int, close_in_init: tuple[int, ...]) -> RunStart:
-    """Fork the chain that runs `program` (a function that execs, in the program's process) in new
-    user, mount, IPC and PID namespaces; see `RunStart`."""
-    pid_r, pid_w = os.pipe()
+    """Start the run's init directly in new user, mount, IPC and PID namespaces (one `clone`, so the
+    supervisor forks once per run); the init runs `program` (a function that execs, in the program's
+    process). See `RunStart`."""
+    assert _KERNEL is not None
+    uid, gid = os.getuid(), os.getgid()  # inside the new user namespace they read 65534 until mapped
     status_r, status_w = os.pipe()
-    creator = os.fork()
-    if creator == 0:
-        os.close(pid_r)
-        os.close(status_r)
-        _creator(pid_w, status_w, program, dev_mb, close_in_init)
-    os.close(pid_w)
-    os.close(status_w)
-    return RunStart(creator, pid_r, status_r)
-
-
-def _creator(pid_w: int, status_w: int, program: Any, dev_mb: int, close_in_init: tuple[int, ...]) -> None:
-    """Make the run's namespaces, fork its init (PID 1 there) and exit, so the supervisor inherits
-    the init as its own child. Reports the init's pid (or why not) on `pid_w`. Never returns."""
+    # One call, so the new user namespace owns the others and the mapped uid holds their caps.
     try:
-        assert _KERNEL is not None
-        uid, gid = os.getuid(), os.getgid()
-        _KERNEL.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # its /proc/self files are its own only while dumpable
-        # One call, so the new user namespace owns the others and the mapped uid holds their caps.
-        _KERNEL.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWPID)
-        _write_file("/proc/self/setgroups", "deny")
-        _write_file("/proc/self/uid_map", f"{uid} {uid} 1")
-        _write_file("/proc/self/gid_map", f"{gid} {gid} 1")
-        init = os.fork()
-        if init == 0:
-            os.close(pid_w)
-            _run_init(status_w, program, dev_mb, close_in_init)
-        os.write(pid_w, str(init).encode())
-        os._exit(0)
-    except BaseException as exc:  # noqa: BLE001 - the creator must never return into the supervisor
-        with contextlib.suppress(OSError):
-            os.write(pid_w, f"{type(exc).__name__}: {exc}".encode())
-        os._exit(1)
+        init = _KERNEL.clone(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWPID)
+    except BaseException:
+        os.close(status_r)
+        os.close(status_w)
+        raise
+    if init == 0:  # the child: never returns into the supervisor
+        try:
+            os.close(status_r)
+            _KERNEL.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # its /proc/self files are its own only while dumpable
+            _write_file("/proc/self/setgroups", "deny")
+            _write_file("/proc/self/uid_map", f"{uid} {uid} 1")
+            _write_file("/proc/self/gid_map", f"{gid} {gid} 1")
+        except BaseException as exc:  # noqa: BLE001
+            with contextlib.suppress(OSError):
+                os.write(status_w, f"!{type(exc).__name__}: {exc}".encode())
+            os._exit(125)
+        _run_init(status_w, program, dev_mb, close_in_init)
+    os.close(status_w)
+    return RunStart(init, status_r)
 
 
 def _run_init(status_w: int, program: Any, dev_mb: int, close_in_init: tuple[int, ...]) -> None:
