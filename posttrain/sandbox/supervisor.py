@@ -2,7 +2,7 @@
 
 Inside a bubblewrap sandbox this file is PID 1 of the sandbox's PID namespace
 (`python3 -I -S supervisor.py`): it reads run requests from fd 0 and runs each program in namespaces
-made for that run alone (`_start_run`): a nested user namespace (same uid/gid 1000) with new mount, IPC
+made for that run alone (`_start_run`, one clone): a nested user namespace (same uid/gid 1000) with new mount, IPC
 and PID namespaces, whose init (`_run_init`, PID 1 there) mounts a fresh `/proc`, a fresh size-capped
 tmpfs on `/dev/shm` and a new devpts (the rest of `/dev` is read-only), forks the program's process
 and exits with it. The program's process sets rlimits and the OOM score, loads the seccomp filter the
