@@ -29,11 +29,13 @@ ALLOWED: dict[str, set[str]] = {
     "algo": BASE,
     "curriculum": BASE,
     "rollout": BASE,
-    "tasks": BASE | {"verify", "sandbox"},
-    "eval": BASE | {"verify", "rollout", "tasks"},
-    "train": BASE | {"verify", "sandbox", "algo", "curriculum", "rollout", "tasks", "eval"},
-    "bench": BASE | {"verify", "sandbox", "algo", "curriculum", "rollout", "tasks", "eval", "train"},
-    "cli": BASE | {"verify", "sandbox", "algo", "curriculum", "rollout", "tasks", "eval", "train", "bench"},
+    "envs": BASE | {"verify", "sandbox"},
+    "tasks": BASE | {"verify", "sandbox", "envs"},
+    "eval": BASE | {"verify", "rollout", "tasks", "envs"},
+    "train": BASE | {"verify", "sandbox", "algo", "curriculum", "rollout", "tasks", "eval", "envs"},
+    "bench": BASE | {"verify", "sandbox", "algo", "curriculum", "rollout", "tasks", "eval", "train", "envs"},
+    "cli": BASE | {"verify", "sandbox", "algo", "curriculum", "rollout", "tasks", "eval", "train", "bench",
+                   "envs"},
 }
 """Package -> the packages it may import (top-level modules such as `types.py` count as packages)."""
 
@@ -42,7 +44,7 @@ TORCH_FREE = [
     "posttrain.curriculum", "posttrain.rollout", "posttrain.rollout.config", "posttrain.algo",
     "posttrain.eval.evaluate", "posttrain.sandbox", "posttrain.train.config", "posttrain.plugins",
     "posttrain.errors", "posttrain.algo.config", "posttrain.curriculum.configs", "posttrain.verify.configs",
-    "posttrain.tasks.sandbox_config",
+    "posttrain.tasks.sandbox_config", "posttrain.envs", "posttrain.envs.parse",
 ]
 """Modules whose import must not load torch (configs, CPU bookkeeping, the CLI's registration)."""
 
