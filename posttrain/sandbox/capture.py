@@ -201,7 +201,7 @@ def _reap(pid: int, reap_all: bool, status_fd: int | None = None) -> dict[str, A
         cpu_s += other.ru_utime + other.ru_stime
         maxrss_kb = max(maxrss_kb, other.ru_maxrss)
     reply: dict[str, Any] = {"cpu_ms": cpu_s * 1000, "maxrss_kb": maxrss_kb}
-    report = _read_report(status_fd) if status_fd is not None else b""
+    report = drain_closed_pipe(status_fd) if status_fd is not None else b""
     if report.startswith(b"!"):
         reply["error"] = "cannot start the run: " + report[1:].decode(errors="replace")
     elif len(report) == 4:
@@ -211,7 +211,7 @@ def _reap(pid: int, reap_all: bool, status_fd: int | None = None) -> dict[str, A
     return reply
 
 
-def _read_report(fd: int) -> bytes:
+def drain_closed_pipe(fd: int) -> bytes:
     """Everything already written to a pipe whose writer has exited (it never blocks), then closed."""
     os.set_blocking(fd, False)
     chunks: list[bytes] = []

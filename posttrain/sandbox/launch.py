@@ -22,7 +22,7 @@ import signal
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from posttrain.sandbox.capture import collect
+from posttrain.sandbox.capture import collect, drain_closed_pipe
 from posttrain.sandbox.cgroups import CgroupGroup
 from posttrain.sandbox.host import HostFeatures
 from posttrain.sandbox.images import Rootfs, python_binds
@@ -239,17 +239,8 @@ def read_status(fd: int | None) -> dict[str, Any]:
     """Merge bwrap's JSON status documents ({} when not bwrap)."""
     if fd is None:
         return {}
-    chunks: list[bytes] = []
-    os.set_blocking(fd, False)
-    try:
-        while chunk := os.read(fd, 65536):
-            chunks.append(chunk)
-    except BlockingIOError:
-        pass
-    finally:
-        os.close(fd)
     merged: dict[str, Any] = {}
-    for line in b"".join(chunks).decode(errors="replace").splitlines():
+    for line in drain_closed_pipe(fd).decode(errors="replace").splitlines():
         try:
             merged.update(json.loads(line))
         except json.JSONDecodeError:
