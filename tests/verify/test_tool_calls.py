@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from posttrain.envs.parse import (
+from posttrain.verify.tool_calls import (
     MalformedCall,
     ToolCall,
     content_without_calls,
