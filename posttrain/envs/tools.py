@@ -113,7 +113,7 @@ def result_text(value: Any, max_chars: int = MAX_RESULT_CHARS) -> str:
     else:
         try:
             text = json.dumps(value, ensure_ascii=False, default=str)
-        except (TypeError, ValueError, RecursionError):
+        except Exception:  # not JSON (cycles, a hostile __str__): its repr
             text = _safe_repr(value)
     return clean_text(cap_text(text, max_chars))
 
@@ -197,7 +197,7 @@ class ToolSet:
         name = call.name if isinstance(call, ToolCall) else ERROR_NAME
         problem = self.check(call)
         if problem is not None:
-            return self._outcome(name, problem[0], f"Error: {problem[1]}")
+            return self._outcome(name, problem[0], cap_text(f"Error: {problem[1]}", self.max_result_chars))
         tool = self._by_name[name]
         timeout_s = tool.timeout_s if tool.timeout_s is not None else self.timeout_s
         done, value = call_with_timeout(tool.fn, dict(getattr(call, "arguments", {})), timeout_s)
@@ -212,8 +212,8 @@ class ToolSet:
         return [self.run(call) for call in calls]
 
     def _outcome(self, name: str, status: ToolStatus, content: str) -> ToolOutcome:
-        content = clean_text(cap_text(content, self.max_result_chars))
-        return ToolOutcome({"role": "tool", "name": clean_text(cap_text(name, 80)), "content": content}, status, name)
+        message = {"role": "tool", "name": clean_text(cap_text(name, 80)), "content": clean_text(content)}
+        return ToolOutcome(message, status, name)
 
 
 def render_tools_system_prompt(tools: Sequence[dict[str, Any]] | ToolSet, base_system: str | None = None) -> str:
