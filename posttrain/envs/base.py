@@ -47,8 +47,9 @@ class Observation:
 
 @dataclass(frozen=True)
 class StepResult:
-    """What follows one assistant message: new messages (tool results, the next user turn), and whether
-    the episode is over and why (`end_reason` is None while it goes on)."""
+    """What follows one assistant message: new messages (tool results, the next user turn; the one that
+    crossed `max_length` included), and whether the episode is over and why (`end_reason` is None while
+    it goes on)."""
 
     messages: list[Message]
     done: bool
@@ -208,7 +209,8 @@ class ToolEnv:
                 self.end(COMPLETED)
                 return []
             message = {"role": "user", "content": self._pending.pop(0)}
-            return [] if self._append(message) else [message]
+            self._append(message)
+            return [message]
         new: list[Message] = []
         for call in calls:
             if self.stats.tool_calls >= self.limits.max_tool_calls:
@@ -216,9 +218,9 @@ class ToolEnv:
                 break
             outcome = self._tools.run(call)
             self.stats.count(outcome)
+            new.append(outcome.message)
             if self._append(outcome.message):
                 break
-            new.append(outcome.message)
         if not self.done and self.stats.tool_calls >= self.limits.max_tool_calls:
             self.end(MAX_TOOL_CALLS)
         return new

@@ -5,7 +5,8 @@
 signature: `str`, `int`, `float`, `bool`, `list[X]`, `dict[...]`, `Literal[...]` (an enum), `X | None`
 and `Any`; a parameter with a default or typed `X | None` is not required. The description is the
 docstring's first paragraph; Google-style `Args:` lines give the parameter descriptions.
-`argument_error(arguments, parameters)` checks call arguments against a `parameters` schema.
+`argument_error(arguments, parameters)` checks call arguments against a `parameters` schema; an argument
+not in `properties` is refused unless the schema sets `additionalProperties` (models invent arguments).
 
 Guarantees: `argument_error` is total on any JSON value (it returns a message, never raises) and uses JSON
 types: an int is a valid number, a bool is neither an integer nor a number, 3.0 is not an integer.

@@ -208,3 +208,11 @@ def test_endless_tool_calls_are_bounded_by_the_call_limit() -> None:
     many = "".join(format_tool_call("list_keys", {}) for _ in range(100))
     _, score = run_scripted(kv_env(limits=EpisodeLimits(max_tool_calls=40)), TASKS[0], [many] * 100)
     assert score.details["end_reason"] == "max_tool_calls" and score.details["tool_calls"] == 40
+
+
+def test_the_env_transcript_is_what_the_policy_was_shown() -> None:
+    for max_length in (200_000, 1950, 2000):  # 2000: a tool message crosses the limit
+        env = kv_env(limits=EpisodeLimits(max_length=max_length))
+        transcript, score = run_scripted(env, TASKS[2], [LIST] * 3 + kv_gold_turns(TASKS[2]))
+        assert transcript == env.transcript
+        assert score.details["end_reason"] == ("completed" if max_length == 200_000 else "max_length")

@@ -157,3 +157,12 @@ def test_system_prompt_lists_schemas_in_tools_tags_and_the_call_format() -> None
     assert [json.loads(line) for line in listed] == tools.schemas
     assert '<tool_call>\n{"name": <function-name>, "arguments": <arguments-json-object>}\n</tool_call>' in prompt
     assert render_tools_system_prompt(tools.schemas).startswith("# Tools")
+
+
+def test_an_explicit_schema_is_used_as_given() -> None:
+    schema = {"type": "function", "function": {"name": "scale", "description": "Scale a value.", "parameters": {
+        "type": "object", "properties": {"factor": {"type": "number", "enum": [0.5, 2]}}, "required": ["factor"]}}}
+    tools = ToolSet([Tool(lambda factor: factor * 10, schema)])
+    assert tools.schemas == [schema]
+    assert tools.run(ToolCall("scale", {"factor": 2})).message["content"] == "20"
+    assert tools.run(ToolCall("scale", {"factor": 3})).status is ToolStatus.INVALID_ARGUMENTS
