@@ -45,6 +45,7 @@ TORCH_FREE = [
     "posttrain.eval.evaluate", "posttrain.sandbox", "posttrain.train.config", "posttrain.plugins",
     "posttrain.errors", "posttrain.algo.config", "posttrain.curriculum.configs", "posttrain.verify.configs",
     "posttrain.tasks.sandbox_config", "posttrain.envs", "posttrain.verify.tool_calls",
+    "posttrain.envs.schema", "posttrain.envs.tools", "posttrain.envs.base", "posttrain.envs.example",
 ]
 """Modules whose import must not load torch (configs, CPU bookkeeping, the CLI's registration)."""
 

@@ -1,5 +1,6 @@
 """Environments: episodes of messages and tool calls between a policy and a task.
 
-Wave 2 builds the `Environment` protocol, tools and the episode runner here (docs/architecture.md);
-the tool-call wire format is `posttrain.verify.tool_calls`.
+`schema.py` and `tools.py` are the tools and their JSON schemas, `base.py` the `Environment` protocol,
+`ToolEnv`, `SingleTurnEnv` and scripted runs, `example.py` a small key-value environment. The tool-call
+wire format is `posttrain.verify.tool_calls` (docs/architecture.md).
 """
