@@ -9,7 +9,8 @@ entry's own turns. Gold (`task.gold`) holds the function docs and each expected 
 `task.answer` writes the first allowed value of each parameter as tool calls (optional parameters whose
 first allowed value is `""` are left out), or a plain refusal for irrelevance categories.
 
-Grading: `BfclAstVerifier` reads the response with `posttrain.envs.parse.parse_tool_calls` and checks
+Grading: an empty response fails everywhere (for irrelevance categories an empty reply would otherwise
+be a free pass: the correct answer there is text without a call). `BfclAstVerifier` reads the response with `posttrain.envs.parse.parse_tool_calls` and checks
 the calls with `posttrain.verify.bfcl_ast.grade_calls`. It is reached through the `plugin` verifier
 kind because `verify` may not import `envs` (see docs/architecture.md, "BFCL").
 Not here: multi-turn categories, Java/JavaScript categories, executable categories.
@@ -215,6 +216,8 @@ class BfclAstVerifier:
 
     @guarded
     def score(self, task: Task, response: str) -> Score:
+        if not response.strip():  # abstaining by saying nothing would otherwise pass irrelevance
+            return Score.wrong(message="empty response", failed_check="empty")
         calls: list[ProducedCall] = [
             (c.name, c.arguments) if isinstance(c, ToolCall) else c.error for c in parse_tool_calls(response)
         ]
