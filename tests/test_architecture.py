@@ -44,7 +44,8 @@ TORCH_FREE = [
     "posttrain.curriculum", "posttrain.rollout", "posttrain.rollout.config", "posttrain.algo",
     "posttrain.eval.evaluate", "posttrain.sandbox", "posttrain.train.config", "posttrain.plugins",
     "posttrain.errors", "posttrain.algo.config", "posttrain.curriculum.configs", "posttrain.verify.configs",
-    "posttrain.tasks.sandbox_config", "posttrain.envs", "posttrain.envs.parse",
+    "posttrain.tasks.sandbox_config", "posttrain.envs", "posttrain.envs.parse", "posttrain.verify.bfcl_ast",
+    "posttrain.tasks.families.bfcl",
 ]
 """Modules whose import must not load torch (configs, CPU bookkeeping, the CLI's registration)."""
 
