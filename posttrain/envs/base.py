@@ -24,9 +24,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from posttrain.verify.tool_calls import parse_tool_calls
 from posttrain.envs.tools import ToolOutcome, ToolSet, clean_text, exception_text, render_tools_system_prompt
 from posttrain.types import Score, Task
+from posttrain.verify.tool_calls import parse_tool_calls
 
 Message = dict[str, str]
 EPISODE_METRICS = ("turns", "tool_calls", "tool_calls_ok", "tool_errors", "malformed_calls", "recovered",

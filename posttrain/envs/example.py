@@ -16,9 +16,9 @@ import random
 from typing import Any
 
 from posttrain.envs.base import EpisodeLimits, Message, Policy, ToolEnv
-from posttrain.verify.tool_calls import content_without_calls, format_tool_call
 from posttrain.envs.tools import Tool, ToolSet
 from posttrain.types import Score, Task
+from posttrain.verify.tool_calls import content_without_calls, format_tool_call
 
 TRANSIENT = "the store is temporarily unavailable, try again"
 _WORDS = ("red", "blue", "green", "amber", "violet", "teal", "ochre", "white", "black", "silver")

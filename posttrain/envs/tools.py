@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from posttrain.verify.tool_calls import MalformedCall, ToolCall
 from posttrain.envs.schema import argument_error, function_schema
+from posttrain.verify.tool_calls import MalformedCall, ToolCall
 
 MAX_RESULT_CHARS = 8192
 """Default cap on one tool message's content (head and tail kept)."""
@@ -216,14 +216,19 @@ class ToolSet:
         return ToolOutcome(message, status, name)
 
 
-def render_tools_system_prompt(tools: Sequence[dict[str, Any]] | ToolSet, base_system: str | None = None) -> str:
+DEFAULT_GUIDANCE = "You can call functions to help with the user's request; call as many as you need."
+"""The sentence that opens the tools section."""
+
+
+def render_tools_system_prompt(tools: Sequence[dict[str, Any]] | ToolSet, base_system: str | None = None,
+                               guidance: str = DEFAULT_GUIDANCE) -> str:  # fmt: skip
     """A system prompt describing `tools` (schemas or a tool set) in the Hermes/Qwen2.5 layout."""
     schemas = tools.schemas if isinstance(tools, ToolSet) else list(tools)
     listing = "\n".join(json.dumps(schema, ensure_ascii=False) for schema in schemas)
     parts = [base_system.strip()] if base_system and base_system.strip() else []
     parts.append(
         "# Tools\n\n"
-        "You can call functions to help with the user's request; call as many as you need.\n\n"
+        f"{guidance}\n\n"
         "The available functions are described by the JSON schemas inside <tools></tools> tags:\n"
         f"<tools>\n{listing}\n</tools>\n\n"
         "To call a function, write a JSON object with the function's name and its arguments between "

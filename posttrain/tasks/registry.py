@@ -23,6 +23,7 @@ from posttrain.errors import ConfigError
 from posttrain.plugins import Builders, PluginConfig, plugin_builder
 from posttrain.tasks.base import DomainFamily
 from posttrain.tasks.families.arithmetic import ArithmeticConfig, ArithmeticFamily
+from posttrain.tasks.families.bfcl import BfclConfig, BfclFamily
 from posttrain.tasks.families.jsonl import JsonlConfig, JsonlFamily
 from posttrain.tasks.families.lists import ListsConfig, ListsFamily
 from posttrain.tasks.families.reasoning_gym import ReasoningGymFamily, ReasoningGymFamilyConfig
@@ -41,6 +42,7 @@ FamilyConfig = Annotated[
     | ListsConfig
     | JsonlConfig
     | ReasoningGymFamilyConfig
+    | BfclConfig
     | PluginFamilyConfig,
     Field(discriminator="kind"),
 ]
@@ -48,7 +50,7 @@ FamilyConfig = Annotated[
 
 FAMILIES: Builders[DomainFamily] = Builders("domain family", {
     ArithmeticConfig: ArithmeticFamily, StringsConfig: StringsFamily, ListsConfig: ListsFamily,
-    JsonlConfig: JsonlFamily, ReasoningGymFamilyConfig: ReasoningGymFamily,
+    JsonlConfig: JsonlFamily, ReasoningGymFamilyConfig: ReasoningGymFamily, BfclConfig: BfclFamily,
     PluginFamilyConfig: plugin_builder(DomainFamily, "DomainFamily"),
 })
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from posttrain.plugins import Builders, plugin_builder
 from posttrain.verify.base import Verifier
+from posttrain.verify.bfcl_ast import BfclAstVerifier
 from posttrain.verify.configs import (
+    BfclAstConfig,
     ExactConfig,
     MathConfig,
     NormalizedConfig,
@@ -25,7 +27,7 @@ from posttrain.verify.text import ExactVerifier, NormalizedVerifier, NumericVeri
 
 BUILDERS: Builders[Verifier] = Builders("verifier", {
     ExactConfig: ExactVerifier, NormalizedConfig: NormalizedVerifier, NumericConfig: NumericVerifier,
-    MathConfig: MathVerifier, ReasoningGymConfig: ReasoningGymVerifier,
+    MathConfig: MathVerifier, ReasoningGymConfig: ReasoningGymVerifier, BfclAstConfig: BfclAstVerifier,
     PluginVerifierConfig: plugin_builder(Verifier, "Verifier"),
 })
 

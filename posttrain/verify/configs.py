@@ -87,6 +87,13 @@ class ReasoningGymConfig(_VerifierConfig):
     small formatting credit, 0.01-0.05, to any non-empty answer, which would otherwise reward garbage)."""
 
 
+class BfclAstConfig(_VerifierConfig):
+    kind: Literal["bfcl_ast"] = "bfcl_ast"
+    """The response's `<tool_call>` blocks checked against BFCL-style gold (`posttrain.verify.bfcl_ast`)."""
+    expect: Literal["one", "parallel", "none"] = "one"
+    """Exactly one call, the expected calls in any order, or no call (irrelevance)."""
+
+
 class PluginVerifierConfig(PluginConfig, _VerifierConfig):
     """An out-of-tree verifier: `plugin` names a callable taking `params` and returning a Verifier."""
 
@@ -99,6 +106,7 @@ class PluginVerifierConfig(PluginConfig, _VerifierConfig):
 
 
 VerifierConfig = Annotated[
-    ExactConfig | NormalizedConfig | NumericConfig | MathConfig | ReasoningGymConfig | PluginVerifierConfig,
+    ExactConfig | NormalizedConfig | NumericConfig | MathConfig | ReasoningGymConfig | BfclAstConfig
+    | PluginVerifierConfig,
     Field(discriminator="kind"),
 ]

@@ -25,9 +25,9 @@ from posttrain.envs.example import (
     kv_tools,
     make_kv_task,
 )
-from posttrain.verify.tool_calls import format_tool_call
 from posttrain.envs.tools import MAX_RESULT_CHARS, Tool, ToolSet
 from posttrain.types import ErrorKind, Score, Task
+from posttrain.verify.tool_calls import format_tool_call
 
 TASKS = [make_kv_task(i) for i in range(8)]
 LIST = format_tool_call("list_keys", {})

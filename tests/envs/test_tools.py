@@ -7,7 +7,6 @@ import threading
 
 import pytest
 
-from posttrain.verify.tool_calls import MalformedCall, ToolCall, parse_tool_calls
 from posttrain.envs.tools import (
     MAX_RESULT_CHARS,
     Tool,
@@ -17,6 +16,7 @@ from posttrain.envs.tools import (
     render_tools_system_prompt,
     result_text,
 )
+from posttrain.verify.tool_calls import MalformedCall, ToolCall, parse_tool_calls
 
 
 def add(a: int, b: float = 0.5) -> float:

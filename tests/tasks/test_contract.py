@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from posttrain.tasks.families.arithmetic import ArithmeticConfig
+from posttrain.tasks.families.bfcl import BfclConfig
 from posttrain.tasks.families.jsonl import JsonlConfig
 from posttrain.tasks.families.lists import ListsConfig
 from posttrain.tasks.families.reasoning_gym import ReasoningGymFamilyConfig
@@ -30,6 +31,8 @@ FAMILIES: dict[str, object] = {
     "lists": ListsConfig(),
     "jsonl": JsonlConfig(path=JSONL_PATH, format="gsm8k"),
     "reasoning_gym": ReasoningGymFamilyConfig(datasets=["basic_arithmetic", "countdown", "word_sorting"]),
+    # Irrelevance categories are left out: any reply without a call passes there, garbage included.
+    "bfcl": BfclConfig(categories=["simple_python", "parallel_multiple", "live_multiple"]),
     "plugin": PluginFamilyConfig(plugin="tests.fakes.families:make_echo", params={"alphabet": "xyz"}),
 }
 
