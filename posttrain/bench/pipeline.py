@@ -165,9 +165,9 @@ def trl_dataset(settings: PipelineSettings, pool: Any, num_prompts: int) -> tupl
 
 def verifier_reward(pool: Any, tasks: list[Any]) -> Any:
     """TRL reward function: the domains' verifiers on each completion's text, inline (in-process)."""
-    from posttrain.verify import ExecutorConfig, Grader
+    from posttrain.verify import ExecutorConfig
 
-    grader = Grader(pool.registry.verifier_config, ExecutorConfig(num_workers=0))
+    grader = pool.registry.grader(ExecutorConfig(num_workers=0))
 
     def reward(prompts: list[Any], completions: list[Any], task_index: list[int], **_: Any) -> list[float]:
         texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]

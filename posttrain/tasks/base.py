@@ -3,7 +3,9 @@
 A family turns a frozen config into one or more domains and generates each domain's tasks by index:
 `task(domain, index, seed)` is a pure function, so a stream of millions of tasks is never materialised
 and the same (seed, index) always yields the same task. Not here: sampling, splits (see `pool.py`) or
-grading (a family only names its verifier config).
+grading (a family only names its verifier config). An `EnvironmentFamily` also builds the environment
+of one episode (agent domains: verifier kind `environment`); its tasks keep the gold assistant messages in
+`metadata["gold_turns"]` (a scripted run of them must score 1).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
+from posttrain.envs.base import Environment
 from posttrain.types import LEVEL_DIFFICULTY, DomainSpec, Task
 from posttrain.verify.configs import VerifierConfig
 
@@ -32,6 +35,19 @@ class DomainFamily(Protocol):
     def verifier(self, domain: DomainSpec) -> VerifierConfig:
         """The config of the verifier that grades this domain's tasks."""
         ...
+
+
+@runtime_checkable
+class EnvironmentFamily(DomainFamily, Protocol):
+    """A family whose domains are episodes: each one is run by a fresh `Environment`."""
+
+    def environment(self, domain: DomainSpec) -> Environment:
+        """A new environment for one episode of `domain` (never shared with another episode)."""
+        ...
+
+
+GOLD_TURNS = "gold_turns"
+"""`Task.metadata` key of an agent task's gold assistant messages, in order."""
 
 
 def task_rng(seed: int, domain_id: str, index: int) -> random.Random:

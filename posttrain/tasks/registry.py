@@ -19,16 +19,18 @@ from typing import Annotated
 from pydantic import Field
 
 from posttrain.config import StrictModel, load_config
+from posttrain.envs.base import Environment, run_scripted
 from posttrain.errors import ConfigError
 from posttrain.plugins import Builders, PluginConfig, plugin_builder
-from posttrain.tasks.base import DomainFamily
+from posttrain.tasks.base import DomainFamily, EnvironmentFamily
 from posttrain.tasks.families.arithmetic import ArithmeticConfig, ArithmeticFamily
 from posttrain.tasks.families.bfcl import BfclConfig, BfclFamily
 from posttrain.tasks.families.jsonl import JsonlConfig, JsonlFamily
 from posttrain.tasks.families.lists import ListsConfig, ListsFamily
 from posttrain.tasks.families.reasoning_gym import ReasoningGymFamily, ReasoningGymFamilyConfig
 from posttrain.tasks.families.strings import StringsConfig, StringsFamily
-from posttrain.types import DomainSpec
+from posttrain.types import DomainSpec, Score, Task
+from posttrain.verify import ExecutorConfig, Grader
 from posttrain.verify.configs import VerifierConfig
 
 
@@ -169,6 +171,24 @@ class DomainRegistry:
     def verifier_config(self, domain_id: str) -> VerifierConfig:
         """The config of the verifier that grades `domain_id` (a `Grader`'s lookup)."""
         return self.get(domain_id).verifier
+
+    def environment(self, domain_id: str) -> Environment | None:
+        """A fresh environment for one episode of `domain_id`; None for single-turn domains."""
+        domain = self.get(domain_id)
+        if isinstance(domain.family, EnvironmentFamily):
+            return domain.family.environment(domain.spec)
+        return None
+
+    def score_episode(self, task: Task, turns: Sequence[str]) -> Score:
+        """The grade of the episode made by feeding `turns` to `task`'s environment in order."""
+        env = self.environment(task.domain_id)
+        if env is None:
+            raise ValueError(f"{task.domain_id} is not an agent domain")
+        return run_scripted(env, task, turns)[1]
+
+    def grader(self, executor: ExecutorConfig | None = None) -> Grader:
+        """A `Grader` of these domains (agent domains through `score_episode`)."""
+        return Grader(self.verifier_config, executor, episodes=self.score_episode)
 
     def select(self, patterns: Sequence[str]) -> list[str]:
         """Ids matching any glob pattern (an exact id matches itself); unknown exact ids raise."""

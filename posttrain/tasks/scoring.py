@@ -18,7 +18,7 @@ from rich.table import Table
 from posttrain.errors import ConfigError
 from posttrain.tasks.pool import TaskPool
 from posttrain.types import Task
-from posttrain.verify import ExecutorConfig, Grader
+from posttrain.verify import ExecutorConfig
 
 
 def score_responses(pool: TaskPool, path: str | Path, workers: int = 0) -> dict[str, Any]:
@@ -39,7 +39,7 @@ def score_responses(pool: TaskPool, path: str | Path, workers: int = 0) -> dict[
             graded.append((number, pool.get(task_id), response))
         except (ValueError, ConfigError) as exc:
             problems.append(f"{path}:{number}: {exc}")
-    with Grader(pool.registry.verifier_config, ExecutorConfig(num_workers=workers)) as grader:
+    with pool.registry.grader(ExecutorConfig(num_workers=workers)) as grader:
         scores = grader.grade([(task, response) for _, task, response in graded])
     rows = [
         {

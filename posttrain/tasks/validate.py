@@ -1,5 +1,8 @@
 """Domain validation: the gold answer scores 1.0, empty and garbage answers score 0.0, deterministically.
 
+For agent domains the gold answer is the task's gold assistant messages (`metadata["gold_turns"]`) run
+as an episode; empty and garbage are one-message episodes.
+
 Run for any set of domains by `posttrain domains validate` and by the contract tests. Each check
 regenerates its tasks twice and scores every response twice, so non-determinism in a family or a
 verifier is caught too. Scoring goes through an inline `Grader` like every other caller, so a verifier
@@ -11,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from posttrain.tasks.base import GOLD_TURNS
 from posttrain.tasks.pool import TaskPool
 from posttrain.types import Score, Task
 from posttrain.verify import ExecutorConfig, Grader
@@ -37,7 +41,7 @@ def validate_domain(pool: TaskPool, domain_id: str, num_tasks: int = 3) -> Domai
     """Check gold = 1.0, empty = 0.0 and garbage = 0.0 on `num_tasks` tasks of one domain."""
     check = DomainCheck(domain_id)
     try:
-        grader = Grader(pool.registry.verifier_config, ExecutorConfig(num_workers=0))
+        grader = pool.registry.grader(ExecutorConfig(num_workers=0))
         tasks = [pool.task(domain_id, i) for i in range(_num_indices(pool, domain_id, num_tasks))]
         again = [pool.task(domain_id, i) for i in range(len(tasks))]
     except Exception as exc:  # a broken family is a validation failure, reported not raised
@@ -47,9 +51,10 @@ def validate_domain(pool: TaskPool, domain_id: str, num_tasks: int = 3) -> Domai
         check.failures.append("task generation is not deterministic")
     for task in tasks:
         check.num_tasks += 1
-        _expect(check, grader, task, task.answer or "", "gold", lambda s: s.reward == 1.0 and s.passed)
-        _expect(check, grader, task, "", "empty", _is_zero)
-        _expect(check, grader, task, GARBAGE_RESPONSE, "garbage", _is_zero)
+        gold = task.metadata.get(GOLD_TURNS) or [task.answer or ""]
+        _expect(check, grader, task, gold, "gold", lambda s: s.reward == 1.0 and s.passed)
+        _expect(check, grader, task, [""], "empty", _is_zero)
+        _expect(check, grader, task, [GARBAGE_RESPONSE], "garbage", _is_zero)
     return check
 
 
@@ -63,9 +68,9 @@ def _is_zero(score: Score) -> bool:
 
 
 def _expect(
-    check: DomainCheck, grader: Grader, task: Task, response: str, label: str, ok: Callable[[Score], bool]
+    check: DomainCheck, grader: Grader, task: Task, turns: list[str], label: str, ok: Callable[[Score], bool]
 ) -> None:
-    first, second = grader.grade([(task, response), (task, response)])
+    first, second = grader.grade_turns([(task, turns), (task, turns)])
     if first != second:
         check.failures.append(f"{task.id}: {label} answer scored non-deterministically")
     elif not ok(first):

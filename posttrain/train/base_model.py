@@ -230,9 +230,9 @@ def ensure_tiny_base(config: TinyBaseConfig, domains: Any, log: Callable[[str], 
 def _greedy_pass_rate(pool: TaskPool, domain_ids: Sequence[str], config: TinyBaseConfig) -> EvalFn:
     from posttrain.eval.evaluate import evaluate
     from posttrain.rollout import NativeEngine
-    from posttrain.verify import ExecutorConfig, Grader
+    from posttrain.verify import ExecutorConfig
 
-    grader = Grader(pool.registry.verifier_config, ExecutorConfig(num_workers=0))  # inline: nothing to close
+    grader = pool.registry.grader(ExecutorConfig(num_workers=0))  # inline: nothing to close
 
     def pass_rate(model: Any, tokenizer: Any) -> dict[str, float]:
         model.eval()

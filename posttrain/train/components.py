@@ -26,7 +26,7 @@ Log = Callable[[str], None]
 
 def build_grader(pool: TaskPool, config: RewardConfig) -> Grader:
     """The grader of the pool's domains: verifier workers, or inline when `workers` is 0."""
-    return Grader(pool.registry.verifier_config, ExecutorConfig(num_workers=config.workers))
+    return pool.registry.grader(ExecutorConfig(num_workers=config.workers))
 
 
 def build_policy(config: TrainConfig, log: Log) -> tuple[Any, Any]:

@@ -9,10 +9,12 @@ it cannot be imported or does not produce a verifier; scoring never raises.
 from __future__ import annotations
 
 from posttrain.plugins import Builders, plugin_builder
+from posttrain.types import Score, Task
 from posttrain.verify.base import Verifier
 from posttrain.verify.bfcl_ast import BfclAstVerifier
 from posttrain.verify.configs import (
     BfclAstConfig,
+    EnvironmentConfig,
     ExactConfig,
     MathConfig,
     NormalizedConfig,
@@ -28,8 +30,18 @@ from posttrain.verify.text import ExactVerifier, NormalizedVerifier, NumericVeri
 BUILDERS: Builders[Verifier] = Builders("verifier", {
     ExactConfig: ExactVerifier, NormalizedConfig: NormalizedVerifier, NumericConfig: NumericVerifier,
     MathConfig: MathVerifier, ReasoningGymConfig: ReasoningGymVerifier, BfclAstConfig: BfclAstVerifier,
+    EnvironmentConfig: lambda _config: UnboundEpisodeVerifier(),
     PluginVerifierConfig: plugin_builder(Verifier, "Verifier"),
 })
+
+
+class UnboundEpisodeVerifier:
+    """What an `environment` domain gets from a `Grader` built without an episode scorer: an infra
+    failure naming the fix (such a score is never trained on)."""
+
+    def score(self, task: Task, response: str) -> Score:
+        return Score.infra(f"{task.domain_id} is graded by its environment; build the Grader with "
+                           "episodes=DomainRegistry.score_episode")
 
 
 def build_verifier(config: VerifierConfig) -> Verifier:

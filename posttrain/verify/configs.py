@@ -94,6 +94,13 @@ class BfclAstConfig(_VerifierConfig):
     """Exactly one call, the expected calls in any order, or no call (irrelevance)."""
 
 
+class EnvironmentConfig(_VerifierConfig):
+    kind: Literal["environment"] = "environment"
+    """Graded by the domain's environment (agent domains): the response, or a list of turns, is fed to
+    the episode as the policy's assistant messages in order, and the episode's grade is the score. The
+    `Grader` needs an episode scorer for these (`DomainRegistry.score_episode`)."""
+
+
 class PluginVerifierConfig(PluginConfig, _VerifierConfig):
     """An out-of-tree verifier: `plugin` names a callable taking `params` and returning a Verifier."""
 
@@ -107,6 +114,6 @@ class PluginVerifierConfig(PluginConfig, _VerifierConfig):
 
 VerifierConfig = Annotated[
     ExactConfig | NormalizedConfig | NumericConfig | MathConfig | ReasoningGymConfig | BfclAstConfig
-    | PluginVerifierConfig,
+    | EnvironmentConfig | PluginVerifierConfig,
     Field(discriminator="kind"),
 ]

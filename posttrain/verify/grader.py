@@ -7,6 +7,10 @@ It looks up each task's verifier config by domain id (a callable the caller give
 grader starts on first need and stops in `close()`. Verifiers are built once per config and cached
 by whichever executor scores them.
 
+Agent domains (verifier kind `environment`) are graded by running their environment on the response as
+the episode's assistant messages: `grade` passes `[response]`, `grade_turns` a list of messages, to the
+`episodes` scorer the caller gives (`DomainRegistry.score_episode`), inline in the calling thread.
+
 Guarantees: order is kept; content never makes `grade` raise (a verifier bug or a dead worker is an
 infra failure). Not here: retries of infra failures (the reward stage), the control run's coin flips.
 """
@@ -17,18 +21,22 @@ import threading
 from collections.abc import Callable, Sequence
 
 from posttrain.types import Score, Task
-from posttrain.verify.configs import VerifierConfig
+from posttrain.verify.configs import EnvironmentConfig, VerifierConfig
 from posttrain.verify.executor import ExecutorConfig, InlineExecutor, VerifyItem, WorkerPool
 
 VerifierLookup = Callable[[str], VerifierConfig]
 """Domain id -> the verifier config that grades it."""
+EpisodeScorer = Callable[[Task, Sequence[str]], Score]
+"""(task, assistant messages in order) -> the grade of the episode they make."""
 
 
 class Grader:
     """Grades (task, response) pairs with their domains' verifiers; close() stops any workers."""
 
-    def __init__(self, lookup: VerifierLookup, config: ExecutorConfig | None = None) -> None:
+    def __init__(self, lookup: VerifierLookup, config: ExecutorConfig | None = None,
+                 episodes: EpisodeScorer | None = None) -> None:  # fmt: skip
         self.lookup = lookup
+        self.episodes = episodes
         self.config = config or ExecutorConfig()
         self._inline = InlineExecutor()
         self._pool = WorkerPool(self.config) if self.config.num_workers > 0 else None
@@ -50,6 +58,33 @@ class Grader:
     def grade(self, pairs: Sequence[tuple[Task, str]]) -> list[Score]:
         """One Score per pair, in order."""
         items: list[VerifyItem] = [(task, response, self.lookup(task.domain_id)) for task, response in pairs]
+        episodic = [isinstance(cfg, EnvironmentConfig) and self.episodes is not None for _, _, cfg in items]
+        if not any(episodic):
+            return self._grade_items(items)
+        rest = iter(self._grade_items([it for it, e in zip(items, episodic, strict=True) if not e]))
+        return [self._episode(it[0], [it[1]]) if e else next(rest) for it, e in zip(items, episodic, strict=True)]
+
+    def grade_turns(self, items: Sequence[tuple[Task, Sequence[str]]]) -> list[Score]:
+        """One Score per (task, assistant messages): an episode for agent domains; for any other domain
+        the messages joined by newlines are graded as one response."""
+        out = []
+        for task, turns in items:
+            if isinstance(self.lookup(task.domain_id), EnvironmentConfig) and self.episodes is not None:
+                out.append(self._episode(task, turns))
+            else:
+                out.extend(self.grade([(task, "\n".join(turns))]))
+        return out
+
+    def _episode(self, task: Task, turns: Sequence[str]) -> Score:
+        assert self.episodes is not None
+        try:
+            return self.episodes(task, list(turns))
+        except Exception as exc:  # the scorer promises a Score; a bug in it is ours, not the policy's
+            return Score.infra(f"episode scorer failed: {type(exc).__name__}: {exc}")
+
+    def _grade_items(self, items: list[VerifyItem]) -> list[Score]:
+        if not items:
+            return []
         if self._pool is not None:
             return self._pool.score_batch(items)
         off_main = threading.current_thread() is not threading.main_thread()
