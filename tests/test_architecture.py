@@ -29,7 +29,7 @@ ALLOWED: dict[str, set[str]] = {
     "algo": BASE,
     "curriculum": BASE,
     "rollout": BASE,
-    "envs": BASE | {"verify", "sandbox"},
+    "envs": BASE | {"verify", "sandbox", "rollout"},
     "tasks": BASE | {"verify", "sandbox", "envs"},
     "eval": BASE | {"verify", "rollout", "tasks", "envs"},
     "train": BASE | {"verify", "sandbox", "algo", "curriculum", "rollout", "tasks", "eval", "envs"},

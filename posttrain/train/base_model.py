@@ -31,7 +31,7 @@ from posttrain.train.config import ModelConfig, TinyBaseConfig
 from posttrain.train.models import cache_root, weights_sha256
 from posttrain.types import Task
 
-BUILD_VERSION = 3
+BUILD_VERSION = 4
 """Bumped whenever the recipe changes, so stale cached models are not reused."""
 
 BUILD_THREADS = 1
@@ -41,11 +41,13 @@ BUILD_THREADS = 1
 
 TINY_CHAT_TEMPLATE = (
     "{% for message in messages %}{% if message['role'] == 'assistant' %}A: {{ message['content'] }}"
-    "{{ eos_token }}{% else %}Q: {{ message['content'] }}\n{% endif %}{% endfor %}"
+    "{{ eos_token }}{% elif message['role'] == 'tool' %}T: {{ message['content'] }}\n"
+    "{% elif message['role'] == 'system' %}S: {{ message['content'] }}\n"
+    "{% else %}Q: {{ message['content'] }}\n{% endif %}{% endfor %}"
     "{% if add_generation_prompt %}A: {% endif %}"
 )
-"""Q/A template of the embedded tiny model: `Q: <prompt>\nA: <answer><eos>`, so it is prompted through
-the same chat-template path as a real instruct model."""
+"""Q/A template of the embedded tiny model: `Q: <prompt>\nA: <answer><eos>` (system messages `S: `, tool
+results `T: `), so it is prompted through the same chat-template path as a real instruct model."""
 
 
 def cache_key(config: TinyBaseConfig, domain_ids: Sequence[str], data_seed: int, eval_fraction: float) -> str:

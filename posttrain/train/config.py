@@ -94,6 +94,18 @@ class TinyBaseConfig(StrictModel):
     """Seed for tokenizer corpus, initialisation and batches."""
 
 
+class EpisodeConfig(StrictModel):
+    """How agent episodes are played (domains whose family gives an environment)."""
+
+    max_total_tokens: int = Field(2048, ge=16)
+    """Bound on an episode's whole token sequence (prompt, turns, tool results); reaching it ends the
+    episode with reason `max_tokens` (each turn samples at most `max_new_tokens`)."""
+    infra_retries: int = Field(1, ge=0)
+    """Replays, with a fresh environment, of an episode whose environment raised; then it is dropped."""
+    tool_threads: int = Field(64, ge=1)
+    """Worker threads running environment steps (tools) while the engine keeps decoding."""
+
+
 class RolloutConfig(SamplingConfig):
     """How samples are generated: the sampling fields, the group, the prompt and the engine."""
 
@@ -104,6 +116,8 @@ class RolloutConfig(SamplingConfig):
     engine: EngineConfig = Field(default_factory=NativeEngineConfig)
     """native: paged-KV engine with prefix reuse, tiers, chunked prefill, sparse attention; hf: plain
     transformers generate (baseline/fallback); vllm: GPU-scale (needs model.path)."""
+    episode: EpisodeConfig = Field(default_factory=EpisodeConfig)
+    """Agent episodes: token budget, environment retries, tool threads."""
 
     @model_validator(mode="after")
     def _samples(self) -> RolloutConfig:

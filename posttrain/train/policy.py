@@ -155,6 +155,8 @@ class PolicyTrainer:
         self.lr_schedule = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: lr_multiplier(s, config))
         self.step_count = 0
         self._entropy_sums: dict[str, float] = defaultdict(float)  # per domain, over the current step
+        self._mismatch: list[float] | None = None  # learner vs sampler logprob gap, first optimizer step
+        self._measuring = False
         self._last_lr = config.lr * lr_multiplier(0, config)
         forward = inspect.signature(_base_model(self.model).forward).parameters
         self._can_keep_logits = "logits_to_keep" in forward
@@ -260,6 +262,8 @@ class PolicyTrainer:
         domain_sums: dict[str, float] = defaultdict(float)
         domain_counts: dict[str, int] = defaultdict(int)
         self._entropy_sums = defaultdict(float)
+        self._mismatch = [0.0, 0.0, 0.0] if batch.old_logprobs is not None else None  # sum |diff|, max, tokens
+        self._measuring = self._mismatch is not None
         was_training = self.model.training
         self.model.train()
         parts = chunks(len(batch), math.ceil(len(batch) / self.config.mini_batches))
@@ -273,6 +277,7 @@ class PolicyTrainer:
                     domain_counts[domain] += 1
         self.model.train(was_training)
         self.step_count += 1
+        mismatch = self._mismatch
         num_updates = self.config.epochs * len(parts)
         result = {key: value / num_updates for key, value in totals.items()}
         result["lr"] = self._last_lr
@@ -280,6 +285,9 @@ class PolicyTrainer:
         result.update({f"entropy/{d}": self._entropy_sums[d] / domain_counts[d] for d in sorted(domain_sums)})
         if ref is not None:
             result.update(kl_to_base(batch, old, ref))
+        if mismatch is not None and mismatch[2] > 0:
+            result["logprob_mismatch"] = mismatch[0] / mismatch[2]
+            result["logprob_mismatch_max"] = mismatch[1]
         return result
 
     def _optimizer_step(
@@ -321,6 +329,8 @@ class PolicyTrainer:
                 sample_weights=torch.tensor([weights[i] for i in rows], device=self.device),
                 normalizer=norm,
             )
+            if self._measuring:
+                self._measure_mismatch(logprobs.detach(), pad_floats([old[i] for i in rows], width), mask)
             out.loss.backward()
             for key in ("loss", "pg_loss", "kl", "entropy", "clip_fraction", "kl_old"):
                 totals[key] += float(getattr(out, key).item())
@@ -330,11 +340,23 @@ class PolicyTrainer:
                 per_sample = (entropy.detach() * token_mask).sum(1) / token_mask.sum(1).clamp(min=1.0)
                 for i, value in zip(rows, per_sample.tolist(), strict=True):
                     self._entropy_sums[batch.domain_ids[i]] += value
+        self._measuring = False  # measured on the first optimizer step only: later ones run updated weights
         totals["grad_norm"] = self._clip_gradients()
         self._last_lr = float(self.optimizer.param_groups[0]["lr"])
         self.optimizer.step()
         self.lr_schedule.step()
         return totals, sample_losses
+
+    def _measure_mismatch(self, logprobs: torch.Tensor, sampled: torch.Tensor, mask: torch.Tensor) -> None:
+        """Accumulate |learner - sampler| logprob over loss tokens (before any update of this step: the
+        sampler's logprobs should equal the learner's; a gap is an off-policy error, e.g. retokenization)."""
+        assert self._mismatch is not None
+        token_mask = mask.to(logprobs.device) > 0
+        diff = (logprobs.float() - sampled.to(logprobs.device)).abs()[token_mask]
+        if diff.numel():
+            self._mismatch[0] += float(diff.sum().item())
+            self._mismatch[1] = max(self._mismatch[1], float(diff.max().item()))
+            self._mismatch[2] += float(diff.numel())
 
     def _clip_gradients(self) -> float:
         max_norm = self.config.max_grad_norm if self.config.max_grad_norm is not None else math.inf

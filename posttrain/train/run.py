@@ -48,7 +48,8 @@ class Run:
         self.components = parts = Components.build(config, log)
         self.pool, self.mixture, self.engine = parts.pool, parts.mixture, parts.engine
         self.domain_ids = self.pool.registry.ids()
-        self.rollout = RolloutStage(parts.engine, parts.renderer, config.rollout, config.seed)
+        self.rollout = RolloutStage(parts.engine, parts.renderer, config.rollout, config.seed,
+                                    self.pool.registry.environment)
         self.reward = RewardStage(parts.grader, config.reward, config.seed)
         self.base_model_hash = weights_sha256(parts.model)  # before LoRA wraps it or training moves it
         self.learner = build_learner(parts.model, config)

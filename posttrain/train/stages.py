@@ -4,32 +4,78 @@ Each stage has a narrow interface and returns new records, never changing its in
 ungraded `Group`s of `Trajectory`s out; groups in, graded groups out. That is what lets a stage move
 to its own worker pool or process. Infra failures are re-graded up to `infra_retries` times; samples
 still failing are dropped from their group and never reach the policy update.
+
+Agent domains (their family gives an `Environment`) are played by the `EpisodeRunner` instead: a group
+is G episodes of the task, each graded by its environment when it ends, so the rollout stage returns
+those groups already graded (an environment that kept failing is dropped there, after its replays);
+the reward stage passes them through (or flips its coin for them in the control run). Single-turn
+domains keep the batched path: one `generate` call, graded in batch through the `Grader`.
 """
 
 from __future__ import annotations
 
+import functools
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from posttrain.envs.base import Environment
+from posttrain.envs.runner import EpisodeJob, EpisodeResult, EpisodeRunner
 from posttrain.rollout.api import GenerationRequest, RolloutEngine, SamplingParams
 from posttrain.rollout.prompting import PromptRenderer
 from posttrain.train.config import RewardConfig, RolloutConfig
 from posttrain.types import Group, Score, Task, Trajectory
 from posttrain.verify import Grader
 
+EnvironmentLookup = Callable[[str], Environment | None]
+"""Domain id -> a fresh environment for one episode, or None for single-turn domains."""
+
 
 class RolloutStage:
     """Tasks -> groups of trajectories, through any RolloutEngine."""
 
-    def __init__(self, engine: RolloutEngine, renderer: PromptRenderer, config: RolloutConfig, seed: int) -> None:
+    def __init__(self, engine: RolloutEngine, renderer: PromptRenderer, config: RolloutConfig, seed: int,
+                 environment: EnvironmentLookup = lambda _domain_id: None) -> None:  # fmt: skip
         self.engine = engine
         self.renderer = renderer
         self.config = config
         self.seed = seed
+        self.environment = environment
         self.num_calls = 0
+        episode = config.episode
+        self.runner = EpisodeRunner(engine, renderer, self._params(0).model_copy(update={"n": 1}),
+                                    episode.max_total_tokens, episode.infra_retries, episode.tool_threads)  # fmt: skip
 
     def generate(self, tasks: Sequence[Task], version: int) -> list[Group]:
+        """One group per task, in order: single-turn groups ungraded, episode groups graded."""
         self.num_calls += 1
+        episodic = [self.environment(t.domain_id) is not None for t in tasks]
+        single = iter(self._single_turn([t for t, e in zip(tasks, episodic, strict=True) if not e], version))
+        played = iter(self._episodes([(i, t) for i, (t, e) in enumerate(zip(tasks, episodic, strict=True)) if e],
+                                     version))  # fmt: skip
+        return [next(played) if e else next(single) for e in episodic]
+
+    def _episodes(self, tasks: Sequence[tuple[int, Task]], version: int) -> list[Group]:
+        if not tasks:
+            return []
+        jobs = []
+        for index, task in tasks:
+            seed = self._params(index).seed or 0
+            for j in range(self.config.group_size):
+                env = self.environment(task.domain_id)
+                assert env is not None
+                jobs.append(EpisodeJob(task, env, j, seed + j, make_env=functools.partial(self._env, task.domain_id)))
+        results = self.runner.run(jobs, version)
+        size = self.config.group_size
+        return [_episode_group(task, results[k * size : (k + 1) * size]) for k, (_, task) in enumerate(tasks)]
+
+    def _env(self, domain_id: str) -> Environment:
+        env = self.environment(domain_id)
+        assert env is not None
+        return env
+
+    def _single_turn(self, tasks: Sequence[Task], version: int) -> list[Group]:
+        if not tasks:
+            return []
         prompts = [self.renderer.prompt_ids(t) for t in tasks]
         requests = [
             GenerationRequest(prompt_ids=tuple(ids), params=self._params(i)) for i, ids in enumerate(prompts)
@@ -80,7 +126,12 @@ class RewardStage:
         self.num_infra_failures = 0
 
     def score(self, groups: Sequence[Group]) -> list[Group]:
-        """The groups graded, infra failures dropped after their retries (new records)."""
+        """The groups graded, infra failures dropped after their retries (new records); groups graded by
+        their environments pass through (the control run flips its coin for them too)."""
+        if any(g.scores for g in groups):
+            ready = iter(self._pass_through([g for g in groups if g.scores]))
+            rest = iter(self.score([g for g in groups if not g.scores]))
+            return [next(ready) if g.scores else next(rest) for g in groups]
         trajectories = [t for g in groups for t in g.trajectories]
         scores = self._grade(trajectories)
         for _ in range(self.config.infra_retries):
@@ -97,10 +148,21 @@ class RewardStage:
             self.num_infra_failures += size - len(graded[-1].trajectories)
         return graded
 
+    def _pass_through(self, groups: Sequence[Group]) -> list[Group]:
+        if self.config.mode != "random":
+            return list(groups)
+        return [g.model_copy(update={"scores": tuple(_coin(self.rng) for _ in g.trajectories)}) for g in groups]
+
     def _grade(self, trajectories: Sequence[Trajectory]) -> list[Score]:
         if self.config.mode == "random":
             return [_coin(self.rng) for _ in trajectories]
         return self.grader.grade([(t.task, t.response) for t in trajectories])
+
+
+def _episode_group(task: Task, results: Sequence[EpisodeResult]) -> Group:
+    """G played episodes as a graded group (episodes whose environment kept failing dropped)."""
+    group = Group(task=task, trajectories=tuple(r.trajectory for r in results))
+    return group.graded([r.score for r in results])
 
 
 def _coin(rng: random.Random) -> Score:
