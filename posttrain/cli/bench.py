@@ -16,8 +16,9 @@ BENCHMARKS: dict[str, str] = {
     "rollout": "posttrain.bench.rollout",
     "pipeline": "posttrain.bench.pipeline",
     "learning": "posttrain.bench.learning",
+    "agents": "posttrain.bench.agents",
 }
-ALL = ("sandbox", "curriculum", "rollout", "pipeline")
+ALL = ("sandbox", "curriculum", "rollout", "pipeline", "agents")
 """What `bench all` runs: `learning` trains four runs (about 12 minutes) and is run on its own."""
 
 
