@@ -48,7 +48,8 @@ class SleepyEnv:
     same for every episode, about `system_words` words."""
 
     def __init__(self, index: int, turns: int, sleep_s: float, system_words: int = 0, result_words: int = 0) -> None:
-        self.index, self.turns, self.sleep_s, self.count, self.reason = index, turns, sleep_s, 0, None
+        self.index, self.turns, self.sleep_s, self.count = index, turns, sleep_s, 0
+        self.reason: str | None = None
         self.system_words, self.result_words = system_words, result_words
 
     def reset(self, task: Any) -> Any:
@@ -99,7 +100,7 @@ def build(model_name: str) -> tuple[Any, Any]:
         from posttrain.train.config import ModelConfig
         from posttrain.train.models import load_model
 
-        return load_model(ModelConfig(name="smollm2-135m"))
+        return load_model(ModelConfig(preset="smollm2-135m"))
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     tokenizer = chatml_tokenizer()
@@ -152,7 +153,7 @@ def run_lockstep(model: Any, renderer: Any, params: Any, args: argparse.Namespac
                 update={"seed": (1000 + i + 7919 * turn) % 2**31})) for i in live]  # fmt: skip
             samples = [out.samples[0] for out in engine.generate(requests)]
             texts = [renderer.decode(s.token_ids) for s in samples]
-            steps = list(pool.map(lambda k: envs[live[k]].step(texts[k]), range(len(live))))  # the barrier
+            steps = list(pool.map(lambda env, text: env.step(text), [envs[i] for i in live], texts))  # the barrier
             still = []
             for i, sample, step in zip(live, samples, steps, strict=True):
                 histories[i] += sample.token_ids
