@@ -320,3 +320,25 @@ def _driver_for(engine: RolloutEngine) -> _Driver:
     if all(hasattr(engine, name) for name in ("submit", "step", "scheduler")):
         return _NativeDriver(engine)
     return _BatchDriver(engine)
+
+
+def transcript_tokens(renderer: PromptRenderer, messages: Sequence[Message]) -> tuple[list[int], list[int]]:
+    """(token ids, loss mask) of a transcript laid out as the runner lays out an episode: the opening
+    messages rendered once, each assistant message as its text's tokens plus the end-of-turn token (mask 1),
+    the messages after it as a template delta (mask 0). Messages after the last assistant message are
+    left out (the runner stops there). For SFT on scripted episodes, and to check the runner's layout."""
+    first = next((i for i, m in enumerate(messages) if m["role"] == "assistant"), len(messages))
+    ids = renderer.messages_ids(messages[:first])
+    mask = [0] * len(ids)
+    position = first
+    while position < len(messages):
+        reply = renderer.encode_text(messages[position]["content"]) + [renderer.end_of_turn_id]
+        ids, mask = ids + reply, mask + [1] * len(reply)
+        following = position + 1
+        while following < len(messages) and messages[following]["role"] != "assistant":
+            following += 1
+        if following < len(messages) and following > position + 1:
+            delta = renderer.delta_ids(messages[position + 1 : following])
+            ids, mask = ids + delta, mask + [0] * len(delta)
+        position = following
+    return ids, mask

@@ -3,11 +3,14 @@
 Greedy decoding (temperature 0) on a fixed eval set per domain (`TaskPool.eval_tasks`), prompts
 rendered by the rollout package's `PromptRenderer`, graded by a score function (a `Grader`'s `grade`).
 Infra failures are counted apart and excluded from reward and pass rate. Generation goes through any
-`RolloutEngine`, so the same code evaluates HF, native and vLLM backends.
+`RolloutEngine`, so the same code evaluates HF, native and vLLM backends. Agent domains are played as
+greedy episodes through the `EpisodeRunner` and graded by their environments (the score function is
+not used for them); their response length is the episode's policy tokens.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -57,12 +60,48 @@ def evaluate(
     score_fn: ScoreFn,
     num_tasks: int = 32,
     max_new_tokens: int = 32,
+    max_total_tokens: int = 2048,
 ) -> dict[str, DomainEval]:
-    """Greedy pass rate and mean reward per domain on a fixed eval set."""
+    """Greedy pass rate and mean reward per domain on a fixed eval set (`max_total_tokens` bounds an
+    agent episode's whole token sequence)."""
     tasks = [t for d in domain_ids for t in pool.eval_tasks(d, num_tasks)]
-    responses, lengths = generate_greedy(engine, renderer, tasks, max_new_tokens)
-    scores = score_fn(list(zip(tasks, responses, strict=True)))
-    return summarise(tasks, scores, lengths, domain_ids)
+    episodic = [pool.registry.is_episodic(t.domain_id) for t in tasks]
+    single = [t for t, e in zip(tasks, episodic, strict=True) if not e]
+    responses, single_lengths = generate_greedy(engine, renderer, single, max_new_tokens)
+    single_scores = score_fn(list(zip(single, responses, strict=True))) if single else []
+    agent = [t for t, e in zip(tasks, episodic, strict=True) if e]
+    agent_scores, agent_lengths = play_greedy(engine, renderer, pool, agent, max_new_tokens, max_total_tokens)
+    merged = _merge(episodic, list(zip(single_scores, single_lengths, strict=True)),
+                    list(zip(agent_scores, agent_lengths, strict=True)))  # fmt: skip
+    return summarise(tasks, [s for s, _ in merged], [n for _, n in merged], domain_ids)
+
+
+def play_greedy(engine: RolloutEngine, renderer: PromptRenderer, pool: TaskPool, tasks: Sequence[Task],
+                max_new_tokens: int, max_total_tokens: int) -> tuple[list[Score], list[int]]:  # fmt: skip
+    """One greedy episode per agent task: its grade and its policy token count."""
+    from posttrain.envs.runner import EpisodeJob, EpisodeRunner
+
+    if not tasks:
+        return [], []
+    params = SamplingParams(n=1, max_new_tokens=max_new_tokens, temperature=0.0, stop_token_ids=renderer.stop_ids)
+    runner = EpisodeRunner(engine, renderer, params, max_total_tokens=max_total_tokens)
+    jobs = []
+    for task in tasks:
+        env = pool.registry.environment(task.domain_id)
+        assert env is not None
+        jobs.append(EpisodeJob(task, env, make_env=functools.partial(_environment, pool, task.domain_id)))
+    results = runner.run(jobs)
+    return [r.score for r in results], [r.trajectory.num_policy_tokens for r in results]
+
+
+def _environment(pool: TaskPool, domain_id: str) -> Any:
+    return pool.registry.environment(domain_id)
+
+
+def _merge(episodic: Sequence[bool], single: list[Any], agent: list[Any]) -> list[Any]:
+    """Interleave two result lists back into task order."""
+    a, b = iter(single), iter(agent)
+    return [next(b) if e else next(a) for e in episodic]
 
 
 def generate_greedy(

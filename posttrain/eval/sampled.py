@@ -58,21 +58,45 @@ def evaluate_sampled(
     k: int,
     temperature: float,
     seed: int = 0,
+    max_total_tokens: int = 2048,
 ) -> dict[str, SampledEval]:
     """pass@1 and pass@k per domain on the same fixed eval set as the greedy evaluation."""
     tasks = [t for d in domain_ids for t in pool.eval_tasks(d, num_tasks)]
-    requests = [
-        GenerationRequest(prompt_ids=tuple(renderer.prompt_ids(t)), params=SamplingParams(
-            n=k, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed * 1_000_003 + i,
-            stop_token_ids=renderer.stop_ids))
-        for i, t in enumerate(tasks)
-    ]
-    outputs = engine.generate(requests)
-    pairs = [(t, renderer.decode(s.token_ids)) for t, out in zip(tasks, outputs, strict=True) for s in out.samples]
-    scores = score_fn(pairs)
-    per_task = [scores[i * k : (i + 1) * k] for i in range(len(tasks))]
-    return {d: summarise_sampled(d, k, [(t, s) for t, s in zip(tasks, per_task, strict=True) if t.domain_id == d])
-            for d in domain_ids}
+    params = [SamplingParams(n=k, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed * 1_000_003 + i,
+                             stop_token_ids=renderer.stop_ids) for i in range(len(tasks))]  # fmt: skip
+    single = [i for i, t in enumerate(tasks) if not pool.registry.is_episodic(t.domain_id)]
+    outputs = engine.generate([GenerationRequest(prompt_ids=tuple(renderer.prompt_ids(tasks[i])), params=params[i])
+                               for i in single])  # fmt: skip
+    pairs = [(tasks[i], renderer.decode(s.token_ids)) for i, out in zip(single, outputs, strict=True) for s in out.samples]
+    scores = iter(score_fn(pairs))
+    per_task: dict[int, list[Score]] = {i: [next(scores) for _ in range(k)] for i in single}
+    per_task.update(_episodes(engine, renderer, pool, tasks, params, max_total_tokens))
+    rows = [(t, per_task[i]) for i, t in enumerate(tasks)]
+    return {d: summarise_sampled(d, k, [(t, s) for t, s in rows if t.domain_id == d]) for d in domain_ids}
+
+
+def _episodes(engine: RolloutEngine, renderer: PromptRenderer, pool: TaskPool, tasks: Sequence[Task],
+              params: Sequence[SamplingParams], max_total_tokens: int) -> dict[int, list[Score]]:  # fmt: skip
+    """k sampled episodes of each agent task (episode j seeded with the request's seed + j)."""
+    from posttrain.envs.runner import EpisodeJob, EpisodeRunner
+
+    agent = [i for i, t in enumerate(tasks) if pool.registry.is_episodic(t.domain_id)]
+    if not agent:
+        return {}
+    runner = EpisodeRunner(engine, renderer, params[agent[0]].model_copy(update={"n": 1, "seed": None}),
+                           max_total_tokens=max_total_tokens)  # fmt: skip
+    jobs, owners = [], []
+    for i in agent:
+        base = params[i].seed or 0
+        for j in range(params[i].n):
+            env = pool.registry.environment(tasks[i].domain_id)
+            assert env is not None
+            jobs.append(EpisodeJob(tasks[i], env, j, base + j))
+            owners.append(i)
+    out: dict[int, list[Score]] = {i: [] for i in agent}
+    for owner, result in zip(owners, runner.run(jobs), strict=True):
+        out[owner].append(result.score)
+    return out
 
 
 def summarise_sampled(domain_id: str, k: int, rows: Sequence[tuple[Task, Sequence[Score]]]) -> SampledEval:

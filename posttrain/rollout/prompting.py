@@ -54,7 +54,7 @@ class PromptRenderer:
         the generation prompt. `closed` is whether the turn ended with a stop token; when it did not
         (cut by length) the end-of-turn token is added first."""
         text = self._delta_text(tuple((m["role"], m["content"]) for m in messages))
-        ids = self._encode(text)
+        ids = self.encode_text(text)
         if not closed:
             ids = [self.end_of_turn_id, *ids]
         return ids
@@ -98,7 +98,8 @@ class PromptRenderer:
         return str(self.tokenizer.apply_chat_template(messages, add_generation_prompt=generation_prompt,
                                                       tokenize=False))  # fmt: skip
 
-    def _encode(self, text: str) -> list[int]:
+    def encode_text(self, text: str) -> list[int]:
+        """Token ids of plain text (no special tokens added)."""
         return [int(i) for i in self.tokenizer(text, add_special_tokens=False)["input_ids"]]
 
     def decode(self, token_ids: Sequence[int]) -> str:

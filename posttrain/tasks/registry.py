@@ -172,6 +172,10 @@ class DomainRegistry:
         """The config of the verifier that grades `domain_id` (a `Grader`'s lookup)."""
         return self.get(domain_id).verifier
 
+    def is_episodic(self, domain_id: str) -> bool:
+        """Whether `domain_id` is an agent domain (played as episodes of its family's environment)."""
+        return isinstance(self.get(domain_id).family, EnvironmentFamily)
+
     def environment(self, domain_id: str) -> Environment | None:
         """A fresh environment for one episode of `domain_id`; None for single-turn domains."""
         domain = self.get(domain_id)

@@ -24,7 +24,10 @@ from typing import Any
 
 import torch
 
+from posttrain.envs.base import run_scripted
+from posttrain.envs.runner import transcript_tokens
 from posttrain.rollout.prompting import PromptRenderer
+from posttrain.tasks.base import GOLD_TURNS
 from posttrain.tasks.pool import TaskPool
 from posttrain.train._policy_config import warmup_cosine
 from posttrain.train.config import ModelConfig, TinyBaseConfig
@@ -87,23 +90,60 @@ def new_model(config: TinyBaseConfig, tokenizer: Any) -> Any:
     assert (tokenizer.pad_token_id, tokenizer.eos_token_id) == (0, 1), "tiny_random's special ids"
     shape = config.model_dump(include={"hidden_size", "num_layers", "num_heads", "num_kv_heads",
                                        "intermediate_size", "seed"})
-    return tiny_random(TinyModelConfig(vocab_size=len(tokenizer), max_positions=512, **shape))
+    return tiny_random(TinyModelConfig(vocab_size=len(tokenizer), max_positions=config.max_positions, **shape))
 
 
-def sft_batch(renderer: PromptRenderer, tasks: Sequence[Task]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Right-padded (input_ids, attention_mask, labels) with labels only on answer + eos tokens."""
+Transcript = Callable[[Task], "list[dict[str, str]] | None"]
+"""An agent task's gold episode as messages (None for single-turn tasks)."""
+
+
+def sft_batch(renderer: PromptRenderer, tasks: Sequence[Task], transcript: Transcript = lambda _t: None,
+              max_tokens: int | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # fmt: skip
+    """Right-padded (input_ids, attention_mask, labels) with labels only on answer + eos tokens; an agent
+    task's gold episode is laid out as the episode runner lays it out, labels on every assistant turn.
+    Rows longer than `max_tokens` are cut."""
     tokenizer = renderer.tokenizer
     rows: list[tuple[list[int], list[int]]] = []
     for task in tasks:
+        messages = transcript(task)
+        if messages is not None:
+            ids, loss_mask = transcript_tokens(renderer, messages)
+            rows.append((ids, [t if m else -100 for t, m in zip(ids, loss_mask, strict=True)]))
+            continue
         prompt = renderer.prompt_ids(task)
         answer = tokenizer(task.answer or "", add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
         rows.append((prompt + answer, [-100] * len(prompt) + answer))
+    if max_tokens is not None:
+        rows = [(ids[:max_tokens], labels[:max_tokens]) for ids, labels in rows]
     width = max(len(ids) for ids, _ in rows)
     pad = tokenizer.pad_token_id
     input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in rows])
     labels = torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in rows])
     mask = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in rows])
     return input_ids, mask, labels
+
+
+def gold_transcript(pool: TaskPool) -> Transcript:
+    """The gold episode of an agent task (its `gold_turns` run through a fresh environment)."""
+
+    def transcript(task: Task) -> list[dict[str, str]] | None:
+        env = pool.registry.environment(task.domain_id)
+        turns = task.metadata.get(GOLD_TURNS)
+        if env is None or not turns:
+            return None
+        return run_scripted(env, task, turns)[0]
+
+    return transcript
+
+
+def corpus_text(task: Task, transcript: Transcript) -> str:
+    """The text a task contributes to the tokenizer's corpus (its gold episode for agent tasks)."""
+    messages = transcript(task)
+    if messages is None:
+        return f"Q: {task.prompt_text()}\nA: {task.answer}"
+    from jinja2 import Template
+
+    return str(Template(TINY_CHAT_TEMPLATE).render(messages=messages, eos_token="", add_generation_prompt=False))
 
 
 def sft_lr_multiplier(step: int, config: TinyBaseConfig) -> float:
@@ -135,6 +175,7 @@ def run_sft(
     eval_fn: EvalFn,
     domain_ids: Sequence[str],
     log: Callable[[str], None] = print,
+    transcript: Transcript = lambda _t: None,
 ) -> list[dict[str, Any]]:
     """SFT until the stopping rule holds (see the module docstring); returns the eval history."""
     rng = random.Random(config.seed)
@@ -146,7 +187,8 @@ def run_sft(
     start = time.perf_counter()
     for step in range(1, config.max_steps + 1):
         model.train()
-        input_ids, mask, labels = sft_batch(renderer, draw(rng, config.batch_size, mixture))
+        input_ids, mask, labels = sft_batch(renderer, draw(rng, config.batch_size, mixture), transcript,
+                                            config.max_positions)  # fmt: skip
         loss = model(input_ids=input_ids, attention_mask=mask, labels=labels).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -200,10 +242,11 @@ def _build(
         return [pool.sample(d, 1, "train", r)[0] for d in chosen]
 
     uniform = {d: 1.0 for d in domain_ids}
-    corpus = [f"Q: {t.prompt_text()}\nA: {t.answer}" for t in draw(rng, config.tokenizer_corpus, uniform)]
+    transcript = gold_transcript(pool)
+    corpus = [corpus_text(t, transcript) for t in draw(rng, config.tokenizer_corpus, uniform)]
     tokenizer = train_tokenizer(corpus, config.vocab_size)
     model = new_model(config, tokenizer)
-    history = run_sft(config, model, tokenizer, draw, eval_fn, domain_ids, log)
+    history = run_sft(config, model, tokenizer, draw, eval_fn, domain_ids, log, transcript)
     tmp = out_dir.with_name(out_dir.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)
@@ -239,7 +282,8 @@ def _greedy_pass_rate(pool: TaskPool, domain_ids: Sequence[str], config: TinyBas
     def pass_rate(model: Any, tokenizer: Any) -> dict[str, float]:
         model.eval()
         renderer = PromptRenderer(tokenizer)
-        result = evaluate(NativeEngine(model), renderer, pool, domain_ids, grader.grade, config.eval_tasks_per_domain)
+        result = evaluate(NativeEngine(model), renderer, pool, domain_ids, grader.grade, config.eval_tasks_per_domain,
+                          max_new_tokens=config.eval_max_new_tokens, max_total_tokens=config.max_positions)  # fmt: skip
         return {d: r.pass_rate for d, r in result.items()}
 
     return pass_rate

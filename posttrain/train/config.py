@@ -90,6 +90,11 @@ class TinyBaseConfig(StrictModel):
     """Share every domain keeps before normalising, so domains past the ceiling are not forgotten."""
     tokenizer_corpus: int = 6000
     """Rendered train tasks used to fit the tokenizer."""
+    max_positions: int = Field(512, ge=64)
+    """Longest sequence the model is built for; SFT rows are cut there and evaluation episodes end there
+    (agent domains need more than single-turn ones)."""
+    eval_max_new_tokens: int = Field(32, ge=1)
+    """Tokens per answer (per turn in agent episodes) in the build's greedy evaluations."""
     seed: int = 0
     """Seed for tokenizer corpus, initialisation and batches."""
 

@@ -125,6 +125,22 @@ class Run:
             for d, gs in by_domain.items()
         }
 
+    def episode_metrics(self, groups: Sequence[Group]) -> dict[str, float]:
+        """Per-turn token accounting of the step's agent episodes (empty when there were none)."""
+        episodes = [t for g in groups for t in g.trajectories if t.metadata.get("episode")]
+        if not episodes:
+            return {}
+        turns = [turn for t in episodes for turn in t.metadata.get("turns", [])]
+        count = max(len(turns), 1)
+        return {
+            "episode/episodes": float(len(episodes)),
+            "episode/turns": len(turns) / len(episodes),
+            "episode/policy_tokens_per_turn": sum(turn["generated"] for turn in turns) / count,
+            "episode/new_prompt_tokens_per_turn": sum(turn["new_prompt_tokens"] for turn in turns) / count,
+            "episode/prompt_tokens_per_turn": sum(turn["prompt_tokens"] for turn in turns) / count,
+            "episode/tokens": sum(len(t.token_ids) for t in episodes) / len(episodes),
+        }
+
     def log_step(self, step: int, metrics: dict[str, float], stats: dict[str, DomainStats],
                  weights: dict[str, float], report: dict[str, float]) -> None:
         self.outputs.log_step(step, metrics, stats, weights, report, self.reward.num_infra_failures)
@@ -149,6 +165,7 @@ class Run:
             self.components.grader.grade,
             num_tasks=cfg.tasks_per_domain,
             max_new_tokens=cfg.max_new_tokens,
+            max_total_tokens=self.config.rollout.episode.max_total_tokens,
         )
         self.outputs.write_eval(label, result)
         if cfg.samples_per_task:
@@ -156,6 +173,7 @@ class Run:
                 self.engine, self.components.renderer, self.pool, self.domain_ids, self.components.grader.grade,
                 num_tasks=cfg.tasks_per_domain, max_new_tokens=cfg.max_new_tokens, k=cfg.samples_per_task,
                 temperature=self.config.rollout.temperature, seed=self.config.seed,
+                max_total_tokens=self.config.rollout.episode.max_total_tokens,
             )
             self.outputs.write_sampled_eval(label, sampled)
         return result

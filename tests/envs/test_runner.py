@@ -269,7 +269,7 @@ def test_delta_tokens_follow_the_template(tokenizer: Any) -> None:
     opening = [{"role": "user", "content": "hi"}]
     full = renderer.messages_ids([*opening, {"role": "assistant", "content": "yo"}, *user])
     first = renderer.messages_ids(opening)
-    reply = renderer._encode("yo") + [renderer.end_of_turn_id]
+    reply = renderer.encode_text("yo") + [renderer.end_of_turn_id]
     assert first + reply + renderer.delta_ids(user) == full
 
 

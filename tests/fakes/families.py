@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from posttrain.tasks.base import task_id, task_rng
 from posttrain.types import DomainSpec, Score, Task
@@ -41,3 +42,38 @@ class StartsWithDigit:
 
 def make_starts_with_digit() -> StartsWithDigit:
     return StartsWithDigit()
+
+
+class KvFamily:
+    """`plugin/example/kv`: the example key-value environment (`posttrain.envs.example`) as an agent domain."""
+
+    def __init__(self, failure_rate: float = 0.0) -> None:
+        self.failure_rate = failure_rate
+
+    def domains(self) -> Sequence[DomainSpec]:
+        return [DomainSpec(id="plugin/example/kv", family_kind="plugin", source="plugin", verifier="environment")]
+
+    def task(self, domain: DomainSpec, index: int, seed: int) -> Task:
+        from posttrain.envs.base import run_policy
+        from posttrain.envs.example import kv_gold_policy, make_kv_task
+        from posttrain.tasks.base import GOLD_TURNS
+
+        task = make_kv_task(seed * 100_003 + index).model_copy(update={"id": task_id(domain.id, index),
+                                                                       "domain_id": domain.id})  # fmt: skip
+        transcript, _ = run_policy(self.environment(domain), task, kv_gold_policy(task))
+        turns = [m["content"] for m in transcript if m["role"] == "assistant"]
+        return task.model_copy(update={"metadata": {**task.metadata, GOLD_TURNS: turns}})
+
+    def verifier(self, domain: DomainSpec) -> VerifierConfig:
+        from posttrain.verify.configs import EnvironmentConfig
+
+        return EnvironmentConfig()
+
+    def environment(self, domain: DomainSpec) -> Any:
+        from posttrain.envs.example import kv_env
+
+        return kv_env(self.failure_rate)
+
+
+def make_kv(failure_rate: float = 0.0) -> KvFamily:
+    return KvFamily(failure_rate)
