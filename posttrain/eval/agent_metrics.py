@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from typing import Any
 
 from posttrain.envs.base import EPISODE_METRICS
 from posttrain.eval.stats import bootstrap_ci
@@ -33,8 +32,6 @@ from posttrain.types import Score
 
 HEADLINE_METRICS = ("success_rate", "completion", "tool_call_success", "recovery_rate")
 """The metrics a table or plot shows first, in order."""
-ROW_KEYS = (*EPISODE_METRICS, "completion")
-"""The per-episode detail keys worth copying into a per-response report row."""
 
 
 def is_episode(score: Score) -> bool:
@@ -42,19 +39,15 @@ def is_episode(score: Score) -> bool:
     return all(key in score.details for key in EPISODE_METRICS)
 
 
-def episode_row(score: Score) -> dict[str, Any]:
-    """The `ROW_KEYS` present in an episode's details ({} for a score that is not an episode)."""
-    if not is_episode(score):
-        return {}
-    return {key: score.details[key] for key in ROW_KEYS if key in score.details}
-
-
 def episode_metrics(scores: Sequence[Score], with_ci: bool = True) -> dict[str, float]:
     """One domain's aggregated episode metrics (keys in the module docstring); {} without a graded episode."""
     episodes = [s for s in scores if is_episode(s) and not s.is_infra_failure]
     if not episodes:
         return {}
-    out: dict[str, float] = {"episodes": len(episodes), "infra_failures": sum(s.is_infra_failure for s in scores)}
+    out: dict[str, float] = {
+        "episodes": len(episodes),
+        "infra_failures": sum(s.is_infra_failure for s in scores),
+    }
     out.update(_rate("success_rate", [s.reward == 1.0 for s in episodes], with_ci))
     out["completion"] = _mean([_completion(s) for s in episodes])
     calls = sum(_count(s, "tool_calls") for s in episodes)

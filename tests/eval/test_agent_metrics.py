@@ -9,7 +9,7 @@ import pytest
 
 from posttrain.envs.base import MAX_TURNS, OUT_OF_TURNS, EpisodeLimits, run_policy, run_scripted
 from posttrain.envs.example import kv_env, kv_gold_policy, kv_gold_turns, make_kv_task
-from posttrain.eval.agent_metrics import episode_metrics, episode_row, episode_step_metrics, is_episode
+from posttrain.eval.agent_metrics import episode_metrics, episode_step_metrics, is_episode
 from posttrain.types import Score
 
 
@@ -37,7 +37,11 @@ def test_aggregates_match_hand_computed_values() -> None:
     assert m["errored_episodes"] == 2 and m["recovery_rate"] == 0.5  # 1 of the 2 errored episodes passed
     assert m["turns_per_episode"] == 14 / 4 and m["tool_calls_per_episode"] == 9 / 4
     assert m["malformed_per_episode"] == 1 / 4
-    assert (m["end_reason/completed"], m["end_reason/max_turns"], m["end_reason/policy_out_of_turns"]) == (2, 1, 1)
+    assert (m["end_reason/completed"], m["end_reason/max_turns"], m["end_reason/policy_out_of_turns"]) == (
+        2,
+        1,
+        1,
+    )
     assert m["success_rate_ci_low"] <= 0.5 <= m["success_rate_ci_high"]
     assert 0.0 <= m["recovery_rate_ci_low"] <= m["recovery_rate_ci_high"] <= 1.0
 
@@ -57,7 +61,7 @@ def test_reward_below_one_is_not_a_success_even_when_passed() -> None:
 def test_single_turn_scores_are_not_episodes() -> None:
     plain = [Score.correct(), Score.wrong(), Score.infra("x")]
     assert not any(is_episode(s) for s in plain)
-    assert episode_metrics(plain) == {} and episode_row(plain[0]) == {}
+    assert episode_metrics(plain) == {}
     assert episode_metrics([Score.infra("x", **episode(0.0).details)]) == {}  # only infra: nothing graded
     assert episode_step_metrics([("math/arithmetic/add@easy", s) for s in plain]) == {}
 
@@ -73,8 +77,9 @@ def test_real_kv_episodes_gold_partial_and_recovered() -> None:
     assert m["success_rate"] == 2 / 3 and m["completion"] == pytest.approx((1 + 1 / 3 + 1) / 3)
     assert m["recovery_rate"] == 1.0 and m["errored_episodes"] == 1
     assert m["end_reason/policy_out_of_turns"] == 1 and m["end_reason/completed"] == 2
-    assert episode_row(partial)["completion"] == pytest.approx(1 / 3)
-    assert episode_row(gold)["end_reason"] == "completed"
+    assert (
+        partial.details["end_reason"] == "policy_out_of_turns" and gold.details["end_reason"] == "completed"
+    )
 
 
 def test_step_metrics_are_keyed_by_metric_then_domain_without_intervals() -> None:
