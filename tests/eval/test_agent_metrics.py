@@ -10,7 +10,9 @@ import pytest
 from posttrain.envs.base import MAX_TURNS, OUT_OF_TURNS, EpisodeLimits, run_policy, run_scripted
 from posttrain.envs.example import kv_env, kv_gold_policy, kv_gold_turns, make_kv_task
 from posttrain.eval.agent_metrics import episode_metrics, episode_step_metrics, is_episode
-from posttrain.types import Score
+from posttrain.eval.evaluate import DomainEval, summarise
+from posttrain.eval.sampled import SampledEval, summarise_sampled
+from posttrain.types import Score, Task
 
 
 def episode(reward: float, calls: int = 0, ok: int = 0, malformed: int = 0, turns: int = 1,
@@ -98,3 +100,25 @@ def test_turn_limit_ends_episode_with_its_reason() -> None:
     env = kv_env(limits=EpisodeLimits(max_turns=2))
     score = run_scripted(env, task, kv_gold_turns(task))[1]
     assert episode_metrics([score])["end_reason/max_turns"] == 1
+
+
+def test_greedy_eval_of_an_agent_domain_carries_its_episode_metrics() -> None:
+    kv_tasks = [make_kv_task(i) for i in range(2)]
+    add = Task(id="math/arithmetic/add@easy#0", domain_id="math/arithmetic/add@easy", prompt="1+1", answer="2")
+    scores = [run_scripted(kv_env(), t, kv_gold_turns(t)[: 5 - 3 * i])[1] for i, t in enumerate(kv_tasks)]
+    result = summarise([*kv_tasks, add], [*scores, Score.correct()], [10, 10, 1], ["agent/example/kv", add.domain_id])
+    agent = result["agent/example/kv"].agent
+    assert agent["success_rate"] == 0.5 and agent["completion"] == pytest.approx((1 + 1 / 3) / 2)
+    assert result[add.domain_id].agent == {} and "agent" not in result[add.domain_id].to_dict()
+    data = result["agent/example/kv"].to_dict()
+    assert DomainEval.from_dict(data) == result["agent/example/kv"]  # survives the eval file
+
+
+def test_sampled_eval_aggregates_every_sample() -> None:
+    task = make_kv_task(0)
+    gold = run_scripted(kv_env(), task, kv_gold_turns(task))[1]
+    empty = run_scripted(kv_env(), task, [])[1]
+    result = summarise_sampled(task.domain_id, 2, [(task, [gold, empty])])
+    assert result.pass_at_1 == 0.5 and result.agent["episodes"] == 2 and result.agent["success_rate"] == 0.5
+    assert SampledEval.from_dict(result.to_dict()) == result
+    assert "agent" not in summarise_sampled("a/b/c", 1, [(task, [Score.correct()])]).to_dict()
