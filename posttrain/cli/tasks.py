@@ -42,7 +42,7 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("score", help="grade model responses offline")
     _common(p)
-    p.add_argument("--responses", required=True, help='JSONL of {"task_id", "response"}')
+    p.add_argument("--responses", required=True, help='JSONL of {"task_id", "response"} or {"task_id", "turns": [...]}')
     p.set_defaults(func=cmd_score)
 
 
@@ -159,9 +159,10 @@ def _print_validation(checks: list[Any], total_s: float) -> None:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
+    from posttrain.eval.agent_metrics import episode_metrics
     from posttrain.tasks.scoring import print_report, score_responses
 
-    report = score_responses(_pool(args), args.responses)
+    report = score_responses(_pool(args), args.responses, episode_summary=episode_metrics)
     if args.json:
         print(json.dumps(report))
     else:

@@ -155,6 +155,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
         table.add_row(r["domain_id"], str(r["num_tasks"]), f"{r['mean_reward']:.3f}",
                       f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]", f"{r['pass_rate']:.3f}")
     Console().print(table)
+    agents = [r for r in rows if r.get("agent")]
+    if agents:
+        from posttrain.tasks.scoring import episode_table
+
+        Console().print(episode_table(agents))
     return 0
 
 

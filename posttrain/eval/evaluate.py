@@ -5,7 +5,9 @@ rendered by the rollout package's `PromptRenderer`, graded by a score function (
 Infra failures are counted apart and excluded from reward and pass rate. Generation goes through any
 `RolloutEngine`, so the same code evaluates HF, native and vLLM backends. Agent domains are played as
 greedy episodes through the `EpisodeRunner` and graded by their environments (the score function is
-not used for them); their response length is the episode's policy tokens.
+not used for them); their response length is the episode's policy tokens, and their `agent` field holds
+`posttrain.eval.agent_metrics.episode_metrics` (success, completion, tool-call success, recovery). A
+domain without episodes keeps `agent` empty and its `to_dict` as it was.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from posttrain.eval.agent_metrics import episode_metrics
 from posttrain.eval.stats import bootstrap_ci
 from posttrain.rollout.api import GenerationRequest, RolloutEngine, SamplingParams
 from posttrain.rollout.prompting import PromptRenderer
@@ -42,9 +45,15 @@ class DomainEval:
     task_ids: tuple[str, ...] = ()
     rewards: tuple[float, ...] = ()
     """Graded tasks (infra failures left out) and their rewards, in the same order."""
+    agent: dict[str, float] = field(default_factory=dict)
+    """Episode metrics (`episode_metrics`) of an agent domain; empty for any other domain."""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """A JSON-ready dict; `agent` only when not empty (single-turn evaluations read as before)."""
+        data = asdict(self)
+        if not self.agent:
+            del data["agent"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DomainEval:
@@ -136,5 +145,6 @@ def summarise(
             ci_high=ci_high,
             task_ids=tuple(t.id for t, _, _ in graded),
             rewards=rewards,
+            agent=episode_metrics([s for _, s, _ in rows]),
         )
     return out

@@ -4,16 +4,18 @@ pass@1 is the mean over tasks of each task's share of passing samples (the unbia
 samples); pass@k is the share of tasks with at least one passing sample among its k. Each request is
 seeded from (seed, task position), so base and trained models are sampled with the same random numbers
 on the same tasks, which keeps a paired comparison tight. Infra failures are left out of a task's k; a
-task with no graded sample is left out. Not here: greedy evaluation (`posttrain.eval.evaluate`).
+task with no graded sample is left out. An agent domain also gets the episode metrics of all its samples
+(`agent`, as in `DomainEval`). Not here: greedy evaluation (`posttrain.eval.evaluate`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from posttrain.eval.agent_metrics import episode_metrics
 from posttrain.eval.evaluate import ScoreFn
 from posttrain.eval.stats import bootstrap_ci
 from posttrain.rollout.api import GenerationRequest, RolloutEngine, SamplingParams
@@ -38,9 +40,15 @@ class SampledEval:
     task_ids: tuple[str, ...]
     fractions: tuple[float, ...]
     """Per task, passed / graded samples (what a paired comparison pairs)."""
+    agent: dict[str, float] = field(default_factory=dict)
+    """Episode metrics over every sample of an agent domain; empty for any other domain."""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """A JSON-ready dict; `agent` only when not empty."""
+        data = asdict(self)
+        if not self.agent:
+            del data["agent"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SampledEval:
@@ -121,4 +129,5 @@ def summarise_sampled(domain_id: str, k: int, rows: Sequence[tuple[Task, Sequenc
         ci_high=high,
         task_ids=tuple(task_ids),
         fractions=tuple(fractions),
+        agent=episode_metrics([s for _, scores in rows for s in scores]),
     )

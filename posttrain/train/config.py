@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 
 from posttrain.config import StrictModel, load_config
 from posttrain.curriculum import DefaultMixtureConfig, DynamicSamplingConfig, MixtureConfig
+from posttrain.curriculum.replay import ReplayConfig
 from posttrain.rollout.config import EngineConfig, NativeEngineConfig, SamplingConfig
 from posttrain.tasks.registry import DomainsConfig, resolve_paths
 from posttrain.train._policy_config import PolicyConfig
@@ -187,6 +188,8 @@ class TrainConfig(StrictModel):
     """Grading."""
     filter: DynamicSamplingConfig = Field(default_factory=DynamicSamplingConfig)
     """Dynamic sampling: drop groups whose rewards are all equal, refill within a budget."""
+    replay: ReplayConfig = Field(default_factory=ReplayConfig)
+    """Failed-trajectory replay: a share of each batch re-draws tasks whose groups failed (0: off)."""
     domain_loss: Literal["domain_token_mean", "domain_sequence_mean", "none"] = "domain_token_mean"
     """Aggregate the loss per domain first so a domain's gradient share is its sample share, not its
     token share (tasks are already sampled by domain weight, so weights are not applied again);

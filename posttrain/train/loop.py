@@ -30,7 +30,7 @@ def train(config: TrainConfig, run_dir: Path, resume: bool = False, log: Callabl
             run.engine.update_weights(run.learner.policy_state(), version=step + 1)  # weight sync
             stats = run.domain_stats(graded)                        # every graded group, kept or not
             run.mixture.update(stats, step=step)                    # weak domains get more samples
-            run.log_step(step, metrics | run.episode_metrics(graded), stats, weights, report)
+            run.log_step(step, metrics | run.step_metrics(graded), stats, weights, report)
             run.maybe_eval_and_checkpoint(step)
         final_eval = run.evaluate("final")
         return run.write_summary(base_eval, final_eval)

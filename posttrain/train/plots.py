@@ -11,6 +11,10 @@ at the training temperature on the train split vs greedy on the eval split). The
 
 `plots/mixture.png` stacks the sampling weights logged at each step (they sum to 1).
 
+`plots/agent.png`, only when an evaluation has episode metrics (`DomainEval.agent`, agent domains), has
+one panel per agent domain: success rate and recovery rate at each eval point with their 95% intervals,
+and completion; a run without agent domains gets no such file and its other plots are unchanged.
+
 No pass-rate view: it is the reward for every pass/fail domain, and `metrics.jsonl` and `summary.json`
 keep it for the others. Everything is read from the run directory's files; no evaluation number or
 interval is recomputed here, so a plot and `summary.json` cannot disagree. Matplotlib loads only when
@@ -54,7 +58,13 @@ def write_plots(run_dir: Path) -> list[Path]:
     panels = list(summary.get("domains", {})) or domains
     _plot_rewards(rows, read_evals(run_dir, last_step), summary, panels, reward)
     _plot_mixture(rows, domains, mixture)
-    return [reward, mixture]
+    written = [reward, mixture]
+    evals = read_evals(run_dir, last_step)
+    agents = agent_domains(evals)
+    if agents:
+        written.append(out_dir / "agent.png")
+        _plot_agents(evals, agents, written[-1])
+    return written
 
 
 def read_metrics(path: Path) -> list[dict[str, Any]]:
@@ -200,6 +210,60 @@ def _annotate(ax: Any, comparison: dict[str, Any] | None) -> None:
     text = f"{comparison['base_reward']:.2f} → {comparison['final_reward']:.2f}  {note}"
     ax.text(0.03, 0.95, text, transform=ax.transAxes, ha="left", va="top", fontsize=8, color=colour,
             bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1.5})
+
+
+def agent_domains(evals: dict[int, dict[str, dict[str, Any]]]) -> list[str]:
+    """Domains with episode metrics in any evaluation, in the order they first appear."""
+    seen: dict[str, None] = {}
+    for result in evals.values():
+        for domain, entry in result.items():
+            if entry.get("agent"):
+                seen.setdefault(domain)
+    return list(seen)
+
+
+AGENT_SERIES = (("success_rate", "success", "tab:green"), ("recovery_rate", "recovery", "tab:orange"))
+"""Episode metrics drawn with their intervals: (key, label, colour)."""
+
+
+def _plot_agents(evals: dict[int, dict[str, dict[str, Any]]], domains: Sequence[str], path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    num_cols = min(4, len(domains))
+    num_rows = math.ceil(len(domains) / num_cols)
+    fig, axes = plt.subplots(num_rows, num_cols, figsize=(max(3.3 * num_cols, 8.0), 2.6 * num_rows + 0.9),
+                             sharex=True, sharey=True, squeeze=False, layout="constrained")  # fmt: skip
+    for ax, domain, title in zip(axes.flat, domains, _short_ids(domains), strict=False):
+        points = [(step, r[domain]["agent"]) for step, r in evals.items() if r.get(domain, {}).get("agent")]
+        for key, label, colour in AGENT_SERIES:
+            _plot_agent_series(ax, points, key, label, colour)
+        steps = [s for s, _ in points]
+        ax.plot(steps, [float(m["completion"]) for _, m in points], "s--", color="tab:blue", markersize=3,
+                linewidth=1.0, label="completion")  # fmt: skip
+        ax.set_title(title, fontsize=10)
+        ax.grid(alpha=0.3)
+    for ax in axes.flat[len(domains):]:
+        ax.set_visible(False)
+    axes[0, 0].set_ylim(-0.03, 1.03)
+    for ax in axes[-1]:
+        ax.set_xlabel("step")
+        ax.xaxis.set_tick_params(labelbottom=True)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=9, frameon=False)
+    fig.suptitle("agent domains: held-out greedy episodes (95% CI)", fontsize=11)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _plot_agent_series(ax: Any, points: Sequence[tuple[int, dict[str, Any]]], key: str, label: str,
+                       colour: str) -> None:  # fmt: skip
+    """`key` at each eval point that has it (recovery needs an episode with a tool error), with its interval."""
+    present = [(step, m) for step, m in points if key in m]
+    means = [float(m[key]) for _, m in present]
+    below = [v - float(m.get(f"{key}_ci_low", math.nan)) for v, (_, m) in zip(means, present, strict=True)]
+    above = [float(m.get(f"{key}_ci_high", math.nan)) - v for v, (_, m) in zip(means, present, strict=True)]
+    ax.errorbar([s for s, _ in present], means, yerr=[below, above], fmt="o-", color=colour, markersize=4,
+                capsize=3, elinewidth=1.2, linewidth=1.0, label=label)  # fmt: skip
 
 
 def _plot_mixture(rows: Sequence[dict[str, Any]], domains: Sequence[str], path: Path) -> None:

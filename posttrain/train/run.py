@@ -23,6 +23,8 @@ from posttrain.curriculum import (
     domain_stats_from_groups,
     fill_informative_groups,
 )
+from posttrain.curriculum.replay import FailureReplay
+from posttrain.eval.agent_metrics import episode_step_metrics
 from posttrain.eval.evaluate import DomainEval, evaluate
 from posttrain.eval.sampled import evaluate_sampled
 from posttrain.train import checkpoint as ckpt
@@ -51,6 +53,7 @@ class Run:
         self.rollout = RolloutStage(parts.engine, parts.renderer, config.rollout, config.seed,
                                     self.pool.registry.environment)
         self.reward = RewardStage(parts.grader, config.reward, config.seed)
+        self.replay = FailureReplay(config.replay)
         self.base_model_hash = weights_sha256(parts.model)  # before LoRA wraps it or training moves it
         self.learner = build_learner(parts.model, config)
         self.outputs = Outputs(run_dir, config, self.domain_ids, parts.untrained_ids)
@@ -69,12 +72,17 @@ class Run:
     # -- the loop's steps -------------------------------------------------------------------------
 
     def draw_tasks(self, num_tasks: int) -> list[Task]:
-        counts = self.mixture.batch_counts(num_tasks, self.np_rng)
-        return [t for d, c in counts.items() if c for t in self.pool.sample(d, c, "train", self.rng)]
+        """`num_tasks` train tasks: failed ones replayed (up to `replay.share`), the rest by the mixture."""
+        replayed = self.replay.draw(num_tasks) if self.replay.enabled else []
+        counts = self.mixture.batch_counts(num_tasks - len(replayed), self.np_rng)
+        return replayed + [t for d, c in counts.items() if c for t in self.pool.sample(d, c, "train", self.rng)]
 
     def sample_and_score(self, tasks: Sequence[Task], version: int) -> list[Group]:
-        graded = self.reward.score(self.rollout.generate(tasks, version))
-        return [g for g in graded if g.trajectories]
+        graded = [g for g in self.reward.score(self.rollout.generate(tasks, version)) if g.trajectories]
+        if self.replay.enabled:
+            for group in graded:
+                self.replay.observe(group.task, group.scores)
+        return graded
 
     def filter_groups(self, groups: list[Group], step: int) -> tuple[list[Group], list[Group], dict[str, float]]:
         """(kept, every graded group, report): informative groups, refilled within the budget."""
@@ -125,7 +133,15 @@ class Run:
             for d, gs in by_domain.items()
         }
 
-    def episode_metrics(self, groups: Sequence[Group]) -> dict[str, float]:
+    def step_metrics(self, groups: Sequence[Group]) -> dict[str, float]:
+        """The step's agent metrics per domain, per-turn token accounting and replay counters."""
+        out = episode_step_metrics([(g.task.domain_id, s) for g in groups for s in g.scores])
+        out.update(self.episode_tokens(groups))
+        if self.replay.enabled:
+            out.update(self.replay.metrics())
+        return out
+
+    def episode_tokens(self, groups: Sequence[Group]) -> dict[str, float]:
         """Per-turn token accounting of the step's agent episodes (empty when there were none)."""
         episodes = [t for g in groups for t in g.trajectories if t.metadata.get("episode")]
         if not episodes:
@@ -188,6 +204,7 @@ class Run:
             "rng": self.rng.getstate(),
             "np_rng": self.np_rng.bit_generator.state,
             "rollout_calls": self.rollout.num_calls,
+            "replay": self.replay.state_dict(),
         }
         ckpt.save_checkpoint(self.outputs.run_dir, self.learner.state_dict(), extra=extra, keep_last=2)
 
@@ -203,6 +220,8 @@ class Run:
         self.rng.setstate(extra["rng"])
         self.np_rng.bit_generator.state = extra["np_rng"]
         self.rollout.num_calls = int(extra["rollout_calls"])
+        if "replay" in extra:
+            self.replay.load_state_dict(extra["replay"])
         self.engine.update_weights(self.learner.policy_state(), version=step)
         self.log(f"resumed from {path} at step {step}")
         return step

@@ -4,16 +4,26 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from posttrain.curriculum import DomainStats
+from posttrain.eval.agent_metrics import episode_metrics
 from posttrain.eval.evaluate import DomainEval
 from posttrain.eval.stats import bootstrap_ci
 from posttrain.train.config import TrainConfig
 from posttrain.train.outputs import Outputs
-from posttrain.train.plots import read_evals, read_metrics, smooth, smoothing_half_width, write_plots
+from posttrain.train.plots import (
+    agent_domains,
+    read_evals,
+    read_metrics,
+    smooth,
+    smoothing_half_width,
+    write_plots,
+)
+from posttrain.types import Score
 
 DOMAINS = ["math/arithmetic/add@easy", "text/strings/reverse@easy", "data/lists/sum@easy"]
 
@@ -100,3 +110,61 @@ def test_metrics_rows_of_a_repeated_step_keep_the_last(tmp_path: Path) -> None:
     rows = [{"step": 1, "reward": 0.1}, {"step": 2, "reward": 0.2}, {"step": 2, "reward": 0.3}]
     (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert read_metrics(tmp_path / "metrics.jsonl") == [rows[0], rows[2]]
+
+
+EVAL_KEYS = {"domain_id", "num_tasks", "mean_reward", "pass_rate", "infra_errors", "mean_response_tokens",
+             "ci_low", "ci_high", "task_ids", "rewards"}  # fmt: skip
+"""An eval file entry of a single-turn domain, exactly as before agent metrics existed."""
+
+
+def test_single_turn_eval_files_and_plots_have_no_agent_part(run_dir: Path) -> None:
+    for label in ("base", "step3", "final"):
+        doc = json.loads((run_dir / f"eval_{label}.json").read_text())
+        assert all(set(entry) == EVAL_KEYS for entry in doc.values())
+    assert write_plots(run_dir) == [run_dir / "plots" / "reward.png", run_dir / "plots" / "mixture.png"]
+    assert not (run_dir / "plots" / "agent.png").exists()
+
+
+def _episodes(num_passed: int, num_errored: int) -> dict[str, float]:
+    """Ten KV-like episodes: the first `num_passed` pass, the first `num_errored` hit a tool error."""
+    scores = [Score(reward=float(i < num_passed), passed=i < num_passed,
+                    details={"turns": 3, "tool_calls": 2, "tool_calls_ok": 2 - (i < num_errored),
+                             "tool_errors": int(i < num_errored), "malformed_calls": 0, "recovered": False,
+                             "end_reason": "completed", "completion": 0.5 + 0.5 * (i < num_passed)})
+              for i in range(10)]  # fmt: skip
+    return episode_metrics(scores)
+
+
+def _write_run(run_dir: Path, agent: bool) -> None:
+    """Two domains, three evals; the first domain is an agent domain when `agent`."""
+    outputs = Outputs(run_dir, TrainConfig(seed=3, steps=4), DOMAINS[:2])
+    for step in range(4):
+        stats = {d: DomainStats(n=8, mean_reward=step / 4, pass_rate=step / 4) for d in DOMAINS[:2]}
+        outputs.log_step(step, {}, stats, dict.fromkeys(DOMAINS[:2], 0.5), {}, infra_failures=0)
+    evals = {}
+    for label, passed in (("base", 2), ("step2", 5), ("final", 8)):
+        result = {d: _eval(d, [1.0] * passed + [0.0] * (10 - passed)) for d in DOMAINS[:2]}
+        if agent:
+            result[DOMAINS[0]] = replace(result[DOMAINS[0]], agent=_episodes(passed, 4))
+        outputs.write_eval(label, result)
+        evals[label] = result
+    outputs.write_summary(evals["base"], evals["final"], steps=4)
+    outputs.close()
+
+
+def test_agent_domains_get_their_own_figure_and_leave_the_others_alone(tmp_path: Path) -> None:
+    import matplotlib.image
+
+    plain, agent = tmp_path / "plain", tmp_path / "agent"
+    _write_run(plain, agent=False)
+    _write_run(agent, agent=True)
+    assert agent_domains(read_evals(plain, 4)) == []
+    assert agent_domains(read_evals(agent, 4)) == [DOMAINS[0]]
+    assert read_evals(agent, 4)[2][DOMAINS[0]]["agent"]["success_rate"] == 0.5
+    assert sorted(p.name for p in (agent / "plots").iterdir()) == ["agent.png", "mixture.png", "reward.png"]
+    for name in ("reward.png", "mixture.png"):  # the agent part changes no pixel of the other plots
+        before = matplotlib.image.imread(plain / "plots" / name)
+        after = matplotlib.image.imread(agent / "plots" / name)
+        assert before.shape == after.shape and (before == after).all(), name
+    pixels = matplotlib.image.imread(agent / "plots" / "agent.png")
+    assert (pixels[..., :3] < 0.9).any(axis=-1).mean() > 0.02
