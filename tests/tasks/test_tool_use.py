@@ -11,7 +11,7 @@ from posttrain.tasks.base import GOLD_TURNS
 from posttrain.tasks.families.tool_use import SPECS, ToolUseConfig, ToolUseFamily
 from posttrain.tasks.families.tool_use.common import TRANSIENT, Api, fails_at, final_answer, tool_set
 from posttrain.tasks.pool import TaskPool
-from posttrain.tasks.registry import DomainEntry, DomainRegistry
+from posttrain.tasks.registry import DomainEntry, DomainRegistry, DomainsConfig
 from posttrain.tasks.validate import validate_domain
 from posttrain.types import DomainSpec, Score, Task
 from posttrain.verify.tool_calls import ToolCall, format_tool_call
@@ -31,10 +31,6 @@ def score(task: Task, turns: list[str], family: ToolUseFamily = FAMILY) -> Score
 
 def test_six_families_three_levels_and_opt_in() -> None:
     assert len(IDS) == 18 and {d.split("/")[2].split("@")[0] for d in IDS} == set(SPECS)
-    default = DomainRegistry(DomainEntry(family=f) for f in [])
-    assert not any(i.startswith("agent/tools/") for i in default.ids())
-    from posttrain.tasks.registry import DomainsConfig
-
     assert not any(isinstance(e.family, ToolUseConfig) for e in DomainsConfig().domains)
 
 
