@@ -29,6 +29,7 @@ from posttrain.tasks.families.jsonl import JsonlConfig, JsonlFamily
 from posttrain.tasks.families.lists import ListsConfig, ListsFamily
 from posttrain.tasks.families.reasoning_gym import ReasoningGymFamily, ReasoningGymFamilyConfig
 from posttrain.tasks.families.strings import StringsConfig, StringsFamily
+from posttrain.tasks.families.tool_use import ToolUseConfig, ToolUseFamily
 from posttrain.types import DomainSpec, Score, Task
 from posttrain.verify import ExecutorConfig, Grader
 from posttrain.verify.configs import VerifierConfig
@@ -45,6 +46,7 @@ FamilyConfig = Annotated[
     | JsonlConfig
     | ReasoningGymFamilyConfig
     | BfclConfig
+    | ToolUseConfig
     | PluginFamilyConfig,
     Field(discriminator="kind"),
 ]
@@ -53,6 +55,7 @@ FamilyConfig = Annotated[
 FAMILIES: Builders[DomainFamily] = Builders("domain family", {
     ArithmeticConfig: ArithmeticFamily, StringsConfig: StringsFamily, ListsConfig: ListsFamily,
     JsonlConfig: JsonlFamily, ReasoningGymFamilyConfig: ReasoningGymFamily, BfclConfig: BfclFamily,
+    ToolUseConfig: ToolUseFamily,
     PluginFamilyConfig: plugin_builder(DomainFamily, "DomainFamily"),
 })
 

@@ -19,6 +19,7 @@ from posttrain.tasks.families.jsonl import JsonlConfig
 from posttrain.tasks.families.lists import ListsConfig
 from posttrain.tasks.families.reasoning_gym import ReasoningGymFamilyConfig
 from posttrain.tasks.families.strings import StringsConfig
+from posttrain.tasks.families.tool_use import ToolUseConfig
 from posttrain.tasks.pool import TaskPool
 from posttrain.tasks.registry import DomainEntry, DomainRegistry, FamilyConfig, PluginFamilyConfig
 from posttrain.tasks.validate import validate_domain
@@ -33,6 +34,7 @@ FAMILIES: dict[str, object] = {
     "reasoning_gym": ReasoningGymFamilyConfig(datasets=["basic_arithmetic", "countdown", "word_sorting"]),
     # Irrelevance categories are left out: any reply without a call passes there, garbage included.
     "bfcl": BfclConfig(categories=["simple_python", "parallel_multiple", "live_multiple"]),
+    "tools": ToolUseConfig(),
     "plugin": PluginFamilyConfig(plugin="tests.fakes.families:make_echo", params={"alphabet": "xyz"}),
 }
 
