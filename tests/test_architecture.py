@@ -46,7 +46,7 @@ TORCH_FREE = [
     "posttrain.errors", "posttrain.algo.config", "posttrain.curriculum.configs", "posttrain.verify.configs",
     "posttrain.tasks.sandbox_config", "posttrain.envs", "posttrain.verify.tool_calls",
     "posttrain.envs.schema", "posttrain.envs.tools", "posttrain.envs.base", "posttrain.envs.example",
-    "posttrain.verify.bfcl_ast", "posttrain.tasks.families.bfcl",
+    "posttrain.verify.bfcl_ast", "posttrain.tasks.families.bfcl", "posttrain.tasks.families.bfcl_multi",
 ]
 """Modules whose import must not load torch (configs, CPU bookkeeping, the CLI's registration)."""
 

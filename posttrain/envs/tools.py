@@ -176,6 +176,11 @@ class ToolSet:
         if len(self._by_name) != len(self.tools):
             raise ValueError("two tools share a name")
 
+    def add(self, tools: Sequence[Tool]) -> None:
+        """Offer more tools from now on (e.g. functions a task reveals mid-episode)."""
+        self.tools = [*self.tools, *tools]
+        self.__post_init__()
+
     @property
     def schemas(self) -> list[dict[str, Any]]:
         """The tools' JSON schemas, in order (for the system prompt)."""

@@ -25,6 +25,7 @@ from posttrain.plugins import Builders, PluginConfig, plugin_builder
 from posttrain.tasks.base import DomainFamily, EnvironmentFamily
 from posttrain.tasks.families.arithmetic import ArithmeticConfig, ArithmeticFamily
 from posttrain.tasks.families.bfcl import BfclConfig, BfclFamily
+from posttrain.tasks.families.bfcl_multi import BfclMultiConfig, BfclMultiFamily
 from posttrain.tasks.families.jsonl import JsonlConfig, JsonlFamily
 from posttrain.tasks.families.lists import ListsConfig, ListsFamily
 from posttrain.tasks.families.reasoning_gym import ReasoningGymFamily, ReasoningGymFamilyConfig
@@ -47,6 +48,7 @@ FamilyConfig = Annotated[
     | ReasoningGymFamilyConfig
     | BfclConfig
     | ToolUseConfig
+    | BfclMultiConfig
     | PluginFamilyConfig,
     Field(discriminator="kind"),
 ]
@@ -56,6 +58,7 @@ FAMILIES: Builders[DomainFamily] = Builders("domain family", {
     ArithmeticConfig: ArithmeticFamily, StringsConfig: StringsFamily, ListsConfig: ListsFamily,
     JsonlConfig: JsonlFamily, ReasoningGymFamilyConfig: ReasoningGymFamily, BfclConfig: BfclFamily,
     ToolUseConfig: ToolUseFamily,
+    BfclMultiConfig: BfclMultiFamily,
     PluginFamilyConfig: plugin_builder(DomainFamily, "DomainFamily"),
 })
 

@@ -15,6 +15,7 @@ import pytest
 
 from posttrain.tasks.families.arithmetic import ArithmeticConfig
 from posttrain.tasks.families.bfcl import BfclConfig
+from posttrain.tasks.families.bfcl_multi import BfclMultiConfig
 from posttrain.tasks.families.jsonl import JsonlConfig
 from posttrain.tasks.families.lists import ListsConfig
 from posttrain.tasks.families.reasoning_gym import ReasoningGymFamilyConfig
@@ -35,6 +36,7 @@ FAMILIES: dict[str, object] = {
     # Irrelevance categories are left out: any reply without a call passes there, garbage included.
     "bfcl": BfclConfig(categories=["simple_python", "parallel_multiple", "live_multiple"]),
     "tools": ToolUseConfig(),
+    "bfcl_multi": BfclMultiConfig(isolation="process"),
     "plugin": PluginFamilyConfig(plugin="tests.fakes.families:make_echo", params={"alphabet": "xyz"}),
 }
 
