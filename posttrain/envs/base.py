@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from posttrain.envs.tools import ToolOutcome, ToolSet, clean_text, exception_text, render_tools_system_prompt
+from posttrain.envs.tools import ToolOutcome, ToolSet, ToolsPrompt, clean_text, exception_text, render_tools
 from posttrain.types import Score, Task
 from posttrain.verify.tool_calls import parse_tool_calls
 
@@ -152,9 +152,10 @@ class ToolEnv:
 
     def __init__(self, make_tools: Callable[[Task], ToolSet], grader: Grader,
                  user_turns: Callable[[Task], Sequence[str]] = user_turns_of, system: str | None = None,
-                 limits: EpisodeLimits = EpisodeLimits()) -> None:  # fmt: skip
+                 limits: EpisodeLimits = EpisodeLimits(), tools_prompt: ToolsPrompt = "hermes") -> None:  # fmt: skip
         self.make_tools, self.grader, self.user_turns, self.system, self.limits = (
             make_tools, grader, user_turns, system, limits)
+        self.tools_prompt: ToolsPrompt = tools_prompt
         self._task: Task | None = None
         self._tools = ToolSet([])
         self._pending: list[str] = []
@@ -163,7 +164,7 @@ class ToolEnv:
 
     def fresh(self) -> ToolEnv:
         """Another environment with the same definition, for a concurrent episode."""
-        return ToolEnv(self.make_tools, self.grader, self.user_turns, self.system, self.limits)
+        return ToolEnv(self.make_tools, self.grader, self.user_turns, self.system, self.limits, self.tools_prompt)
 
     def reset(self, task: Task) -> Observation:
         self._task, self.stats = task, EpisodeStats()
@@ -174,7 +175,7 @@ class ToolEnv:
             raise ValueError(f"task {task.id!r} has no user turn")
         self._pending = turns[1:]
         base = "\n\n".join(m["content"] for m in prompt_messages(task) if m["role"] == "system") or self.system
-        system = render_tools_system_prompt(self._tools, base) if self._tools.tools else (base or "")
+        system = render_tools(self.tools_prompt, self._tools, base) if self._tools.tools else (base or "")
         self.transcript = ([{"role": "system", "content": system}] if system else []) + [
             {"role": "user", "content": turns[0]}]
         self.stats.length = sum(self.limits.length(m["content"]) for m in self.transcript)

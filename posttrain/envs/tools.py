@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from posttrain.envs.schema import argument_error, function_schema
 from posttrain.verify.tool_calls import MalformedCall, ToolCall
@@ -241,3 +241,29 @@ def render_tools_system_prompt(tools: Sequence[dict[str, Any]] | ToolSet, base_s
         '<tool_call>\n{"name": <function-name>, "arguments": <arguments-json-object>}\n</tool_call>'
     )
     return "\n\n".join(parts)
+
+
+ToolsPrompt = Literal["hermes", "compact"]
+"""How tools are described: `hermes` — the JSON schemas in `<tools>` as Hermes/Qwen2.5 templates do (for
+real instruct models); `compact` — one signature line per tool (for the embedded tiny model, whose
+context is short). Both ask for the same `<tool_call>` wire format."""
+
+
+def render_tools_compact(tools: Sequence[dict[str, Any]] | ToolSet, base_system: str | None = None) -> str:
+    """A short system prompt: one `name(arg: type, ...): description` line per tool and the call format."""
+    schemas = tools.schemas if isinstance(tools, ToolSet) else list(tools)
+    lines = []
+    for schema in schemas:
+        function = schema.get("function", schema)
+        properties = (function.get("parameters") or {}).get("properties") or {}
+        args = ", ".join(f"{name}: {spec.get('type', 'any')}" for name, spec in properties.items())
+        description = str(function.get("description") or "").split("\n")[0]
+        lines.append(f"- {function.get('name')}({args}): {description}".rstrip(": "))
+    parts = [base_system.strip()] if base_system and base_system.strip() else []
+    parts.append("Tools:\n" + "\n".join(lines) + '\nCall one with <tool_call>{"name": ..., "arguments": {...}}</tool_call>.')
+    return "\n".join(parts)
+
+
+def render_tools(style: ToolsPrompt, tools: Sequence[dict[str, Any]] | ToolSet, base_system: str | None = None) -> str:
+    """The system prompt describing `tools` in `style`."""
+    return render_tools_compact(tools, base_system) if style == "compact" else render_tools_system_prompt(tools, base_system)

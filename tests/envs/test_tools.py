@@ -166,3 +166,22 @@ def test_an_explicit_schema_is_used_as_given() -> None:
     assert tools.schemas == [schema]
     assert tools.run(ToolCall("scale", {"factor": 2})).message["content"] == "20"
     assert tools.run(ToolCall("scale", {"factor": 3})).status is ToolStatus.INVALID_ARGUMENTS
+
+
+def test_compact_tools_prompt_lists_one_signature_per_tool() -> None:
+    from posttrain.envs.tools import Tool, ToolSet, render_tools, render_tools_compact
+
+    def lookup(key: str, limit: int = 3) -> str:
+        """Find a record.
+
+        Args:
+            key: What to find.
+            limit: How many.
+        """
+        return key
+
+    tools = ToolSet([Tool.from_function(lookup)])
+    text = render_tools_compact(tools, "You help.")
+    assert text.splitlines()[:3] == ["You help.", "Tools:", "- lookup(key: string, limit: integer): Find a record."]
+    assert "<tool_call>" in text and "<tools>" not in text
+    assert render_tools("hermes", tools, "You help.") != text and "<tools>" in render_tools("hermes", tools)

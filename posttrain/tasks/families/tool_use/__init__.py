@@ -21,6 +21,7 @@ from pydantic import Field
 
 from posttrain.config import StrictModel
 from posttrain.envs.base import EpisodeLimits, ToolEnv
+from posttrain.envs.tools import ToolsPrompt
 from posttrain.tasks.base import GOLD_TURNS, op_level_domains, task_id, task_rng
 from posttrain.tasks.families.tool_use import calc, chain, files, inventory, kv, schedule
 from posttrain.tasks.families.tool_use.common import FamilySpec, gold_record, gold_turns, make_env
@@ -47,6 +48,9 @@ class ToolUseConfig(StrictModel):
     """Assistant messages per episode."""
     max_tool_calls: int = Field(32, ge=1)
     """Tool calls per episode."""
+    tools_prompt: ToolsPrompt = "hermes"
+    """How the system prompt describes the tools: `hermes` JSON schemas, or `compact` signature lines (for
+    the embedded tiny model's short context)."""
 
 
 class ToolUseFamily:
@@ -72,4 +76,4 @@ class ToolUseFamily:
         return EnvironmentConfig()
 
     def environment(self, domain: DomainSpec) -> ToolEnv:
-        return make_env(SPECS[domain.path.domain], self.config.failure_rate, self.limits)
+        return make_env(SPECS[domain.path.domain], self.config.failure_rate, self.limits, self.config.tools_prompt)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from posttrain.envs.base import EpisodeLimits, Message, Policy, ToolEnv, run_policy
-from posttrain.envs.tools import Tool, ToolSet
+from posttrain.envs.tools import Tool, ToolSet, ToolsPrompt
 from posttrain.types import Score, Task
 from posttrain.verify.tool_calls import content_without_calls, format_tool_call
 
@@ -182,13 +182,13 @@ def grade(api: Api, transcript: list[Message]) -> Score:
     return Score(reward=completion, passed=completion == 1.0, details=details)
 
 
-def make_env(spec: FamilySpec, failure_rate: float, limits: EpisodeLimits) -> ToolEnv:
+def make_env(spec: FamilySpec, failure_rate: float, limits: EpisodeLimits, tools_prompt: ToolsPrompt = "hermes") -> ToolEnv:
     """A `ToolEnv` for one episode of `spec`: tools over a fresh `Api` per `reset`."""
 
     def make_tools(task: Task) -> ToolSet:
         return tool_set(spec, Api(task.id, task.gold, failure_rate))
 
-    return ToolEnv(make_tools, grade, system=spec.system, limits=limits)
+    return ToolEnv(make_tools, grade, system=spec.system, limits=limits, tools_prompt=tools_prompt)
 
 
 def plan_turns(gold: dict[str, Any]) -> list[str]:
