@@ -306,3 +306,19 @@ def test_concurrent_runs_share_nothing(model: Any, tokenizer: Any) -> None:
     for thread in threads:
         thread.join()
     assert [r.trajectory.token_ids for r in outputs[0]] == [r.trajectory.token_ids for r in outputs[1]]
+
+
+def test_episodes_whose_environment_keeps_failing_never_reach_the_learner(model: Any, tokenizer: Any) -> None:
+    stage = _stage(model, tokenizer, lambda _d: CountingEnv(turns=2, fail_on="step"))
+    (group,) = stage.generate([TASK], version=0)
+    assert group.trajectories == () and group.scores == ()
+    assert RewardStage(Grader(lambda _d: ExactConfig()), RewardConfig(workers=0), 0).score([group]) == [group]
+
+
+def test_the_hf_engine_plays_episodes_through_the_same_runner(model: Any, tokenizer: Any) -> None:
+    from posttrain.rollout import HFEngine
+
+    results = play(runner(HFEngine(model), tokenizer), [CountingEnv(turns=3) for _ in range(3)])
+    for result in results:
+        assert result.score.passed and len(result.turns) == 3
+        assert result.trajectory.num_policy_tokens == sum(t.generated for t in result.turns) > 0
