@@ -322,3 +322,20 @@ def test_the_hf_engine_plays_episodes_through_the_same_runner(model: Any, tokeni
     for result in results:
         assert result.score.passed and len(result.turns) == 3
         assert result.trajectory.num_policy_tokens == sum(t.generated for t in result.turns) > 0
+
+
+@pytest.mark.slow
+def test_smollm2_chat_template_takes_turns_token_exactly() -> None:
+    from posttrain.train.models import ModelConfig, load_model
+
+    model, tok = load_model(ModelConfig(preset="smollm2-135m"))
+    renderer = PromptRenderer(tok)
+    opening = [{"role": "system", "content": "You can call tools."}, {"role": "user", "content": "hi"}]
+    tool = [{"role": "tool", "content": "42"}]
+    whole = renderer.messages_ids([*opening, {"role": "assistant", "content": "ok"}, *tool])
+    assert renderer.messages_ids(opening) + renderer.encode_text("ok") + [renderer.end_of_turn_id] + \
+        renderer.delta_ids(tool) == whole
+    run = EpisodeRunner(NativeEngine(model, NativeEngineConfig(kv_cache_tokens=8192)), renderer,
+                        SamplingParams(max_new_tokens=8, temperature=1.0), max_total_tokens=2048)  # fmt: skip
+    (result,) = run.run([EpisodeJob(TASK, CountingEnv(turns=3), 0, seed=1)])
+    assert len(result.turns) == 3 and result.trajectory.num_policy_tokens == sum(t.generated for t in result.turns)
