@@ -15,6 +15,10 @@ Checks on each true-reward seed (greedy held-out pass rate, trained domains):
 - `no_regression`: no trained domain is `regressed`.
 Check on the control: `control_flat`: its mean delta is within +-2 points or its interval contains 0.
 The untrained domains' drops (more than 2 points with the interval below 0) are listed, not failed.
+Runs with agent domains also report, pooled over the trained agent domains, the greedy held-out success
+rate and recovery rate (errored episodes that still succeeded) before and after with 95% Wilson
+intervals; the checks `agent_success_separated` and `agent_recovery_separated` (each seed) ask for the
+final interval to lie wholly above the base one.
 """
 
 from __future__ import annotations
@@ -85,7 +89,46 @@ def control_check(summary: dict[str, Any]) -> bool:
     return abs(mean["delta"]) <= CONTROL_BAND or mean["ci_low"] <= 0.0 <= mean["ci_high"]
 
 
-def condense(summary: dict[str, Any], wall_s: float) -> dict[str, Any]:
+def wilson(successes: float, n: float, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of a binomial proportion (0, 0 for n = 0)."""
+    if n <= 0:
+        return 0.0, 0.0
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
+def pooled_agent(eval_doc: dict[str, Any], domains: list[str]) -> dict[str, Any] | None:
+    """Success and recovery pooled over `domains`' agent metrics in one eval file (None: no agent domain)."""
+    rows = [eval_doc[d]["agent"] for d in domains if eval_doc.get(d, {}).get("agent")]
+    if not rows:
+        return None
+    episodes = sum(r.get("episodes", 0) for r in rows)
+    passed = sum(r.get("success_rate", 0.0) * r.get("episodes", 0) for r in rows)
+    errored = sum(r.get("errored_episodes", 0) for r in rows)
+    recovered = sum(r.get("recovery_rate", 0.0) * r.get("errored_episodes", 0) for r in rows)
+    return {"episodes": episodes, "success_rate": passed / max(episodes, 1), "success_ci": wilson(passed, episodes),
+            "errored_episodes": errored, "recovery_rate": recovered / max(errored, 1),
+            "recovery_ci": wilson(recovered, errored)}  # fmt: skip
+
+
+def agent_report(run_dir: Path, summary: dict[str, Any]) -> dict[str, Any] | None:
+    """Base and final pooled agent metrics of a run, and whether the final intervals clear the base ones."""
+    trained = [d for d, v in summary["domains"].items() if v.get("trained", True)]
+    try:
+        base = pooled_agent(json.loads((run_dir / "eval_base.json").read_text()), trained)
+        final = pooled_agent(json.loads((run_dir / "eval_final.json").read_text()), trained)
+    except (OSError, ValueError):
+        return None
+    if base is None or final is None:
+        return None
+    return {"base": base, "final": final,
+            "success_separated": final["success_ci"][0] > base["success_ci"][1],
+            "recovery_separated": final["recovery_ci"][0] > base["recovery_ci"][1]}  # fmt: skip
+
+
+def condense(summary: dict[str, Any], wall_s: float, run_dir: Path | None = None) -> dict[str, Any]:
     """The numbers of one run that the report keeps."""
     domains = {
         domain_id: {
@@ -98,7 +141,11 @@ def condense(summary: dict[str, Any], wall_s: float) -> dict[str, Any]:
     keep = ("seed", "steps", "base_model_sha256", "headline", "num_domains", "mean_base_reward",
             "mean_final_reward", "mean_delta", "domains_improved", "domains_regressed",
             "domains_improved_significantly", "domains_regressed_significantly", "untrained")
-    return {**{k: summary[k] for k in keep if k in summary}, "wall_s": round(wall_s, 1), "domains": domains}
+    out = {**{k: summary[k] for k in keep if k in summary}, "wall_s": round(wall_s, 1), "domains": domains}
+    agent = agent_report(run_dir, summary) if run_dir is not None else None
+    if agent is not None:
+        out["agent"] = agent
+    return out
 
 
 def main(argv: list[str]) -> int:
@@ -118,11 +165,15 @@ def main(argv: list[str]) -> int:
         results = {name: future.result() for name, future in futures.items()}
     for seed in seeds:
         summary, wall = results[f"seed{seed}"]
-        report["seeds"][str(seed)] = condense(summary, wall)
+        report["seeds"][str(seed)] = condense(summary, wall, runs_root / f"seed{seed}")
         report["checks"][f"seed{seed}"] = seed_checks(summary)
+        agent = report["seeds"][str(seed)].get("agent")
+        if agent is not None:
+            report["checks"][f"seed{seed}"].update({"agent_success_separated": agent["success_separated"],
+                                                    "agent_recovery_separated": agent["recovery_separated"]})  # fmt: skip
     if "control" in results:
         summary, wall = results["control"]
-        report["control"] = condense(summary, wall)
+        report["control"] = condense(summary, wall, runs_root / "control")
         report["checks"]["control_flat"] = control_check(summary)
     report["total_wall_s"] = round(time.perf_counter() - start, 1)
     report["passed"] = all(v if isinstance(v, bool) else all(v.values()) for v in report["checks"].values())
@@ -136,6 +187,11 @@ def _print_table(report: dict[str, Any]) -> None:
         rows.append(("random-reward control", report["control"]))
     for label, run in rows:
         print(f"{label:22s} {run['headline']}  ({run['wall_s']:.0f} s)")
+        if "agent" in run:
+            b, f = run["agent"]["base"], run["agent"]["final"]
+            print(f"{'':22s} agent success {b['success_rate']:.3f} -> {f['success_rate']:.3f}, "
+                  f"recovery {b['recovery_rate']:.3f} -> {f['recovery_rate']:.3f} "
+                  f"({f['errored_episodes']} errored episodes)")
     for name, check in report["checks"].items():
         print(f"{name:22s} {check}")
     print(f"passed: {report['passed']}")

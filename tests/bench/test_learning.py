@@ -83,3 +83,25 @@ def test_parallel_runs_give_the_same_report(tmp_path: Path, monkeypatch: pytest.
         report = json.loads((out / "learning.json").read_text())
         reports.append({k: report[k] for k in ("seeds", "control", "checks", "passed")})
     assert reports[0] == reports[1] and list(reports[1]["seeds"]) == ["0", "1", "2"]
+
+
+def test_agent_runs_report_pooled_success_and_recovery_with_wilson_intervals(tmp_path: Path) -> None:
+    import json
+
+    from posttrain.bench.learning import agent_report, wilson
+
+    low, high = wilson(30, 100)
+    assert low < 0.3 < high and wilson(0, 0) == (0.0, 0.0)
+    def doc(success: float, recovery: float) -> dict[str, Any]:
+        agent = {"episodes": 200, "success_rate": success, "errored_episodes": 80, "recovery_rate": recovery}
+        return {"agent/tools/kv@easy": {"agent": agent}, "agent/tools/kv@medium": {"agent": agent}}
+
+    (tmp_path / "eval_base.json").write_text(json.dumps(doc(0.3, 0.2)))
+    (tmp_path / "eval_final.json").write_text(json.dumps(doc(0.6, 0.5)))
+    summary = {"domains": {"agent/tools/kv@easy": {"trained": True}, "agent/tools/kv@medium": {"trained": True}}}
+    report = agent_report(tmp_path, summary)
+    assert report is not None and report["success_separated"] and report["recovery_separated"]
+    assert report["final"]["episodes"] == 400 and report["final"]["recovery_rate"] == 0.5
+    (tmp_path / "eval_final.json").write_text(json.dumps(doc(0.33, 0.22)))
+    report = agent_report(tmp_path, summary)
+    assert report is not None and not report["success_separated"] and not report["recovery_separated"]
