@@ -117,3 +117,101 @@ def test_stage_is_sized_to_the_members_budget_and_still_grows_past_it() -> None:
     assert min(capacities[20:]) > 20  # past it, growth keeps the stage exact
     assert cache.counters["decode_stage_builds"] == 1
     assert max(errors) < 1e-5
+
+
+def _budget_seq(seq_id: int, table: list[int], prompt_len: int) -> SeqState:
+    return SeqState(seq_id, 0, 0, [0] * prompt_len, prompt_len, SamplingParams(max_new_tokens=200),
+                    block_table=table)
+
+
+def _staged_view(stage: Any, seq: SeqState) -> tuple[torch.Tensor, torch.Tensor]:
+    """The staged keys and values `[L, Hkv, n, D]` of one member."""
+    row = stage.seq_ids.index(seq.seq_id)
+    n = stage.lengths[row]
+    return stage.k[:, row, :, :n], stage.v[:, row, :, :n]
+
+
+def _churn(shared: list[int]) -> None:
+    """Members join and leave a stage over many steps; every step equals attention over the pool,
+    every row equals the same member gathered fresh, and rows are reused (no unbounded growth)."""
+    gen = torch.Generator().manual_seed(3)
+    slots = 300 * BS  # room for 24 members of 12 blocks each
+    pool = (torch.randn(L, slots, HKV, D, generator=gen), torch.randn(L, slots, HKV, D, generator=gen))
+    first = len(shared) * BS
+
+    def fresh(i: int) -> tuple[SeqState, int]:
+        own = [len(shared) + 12 * i + j for j in range(12)]  # 48 positions of its own room
+        return _budget_seq(i, shared + own, first), first + 1 + int(torch.randint(0, 10, (1,), generator=gen))
+
+    live = [fresh(i) for i in range(3)]
+    cache = StageCache(pool[0], pool[1], BS)
+    errors, rows, next_id = [], [], 3
+    for step in range(40):
+        errors.append(_step(cache, pool, [s for s, _ in live], [p for _, p in live], shared))
+        stage = cache.find([s for s, _ in live], [p + 1 for _, p in live])
+        assert stage is not None
+        rows.append(stage.k.shape[1])
+        if step % 7 == 6:  # every member against one stage gathered fresh
+            rebuilt = StageCache(pool[0], pool[1], BS).use([s for s, _ in live], [p + 1 for _, p in live], shared)
+            for s, _ in live:  # (the rebuilt stage has also made room for its next position)
+                for a, b in zip(_staged_view(stage, s), _staged_view(rebuilt, s), strict=True):
+                    assert torch.equal(a, b[:, :, : a.shape[2]])
+        live = [(s, p + 1) for s, p in live]
+        leave = [i for i in range(len(live)) if torch.rand(1, generator=gen).item() < 0.25 or live[i][1] > first + 40]
+        live = [m for i, m in enumerate(live) if i not in leave[:len(live) - 1]]  # keep one: the prefix stays held
+        for _ in range(int(torch.randint(0, 3, (1,), generator=gen)) if next_id < 20 else 0):
+            live.insert(int(torch.randint(0, len(live) + 1, (1,), generator=gen)), fresh(next_id))
+            next_id += 1
+    counters = cache.counters
+    assert counters["decode_stage_builds"] == 1  # never rebuilt: joins and leaves touch only their rows
+    assert counters["decode_stage_joins"] >= 10 and counters["decode_stage_cuts"] >= 10
+    assert max(rows) <= 8  # freed rows are reused
+    assert max(errors) < 1e-5
+
+
+def test_joins_and_leaves_keep_a_stage_exact_and_equal_to_one_gathered_fresh() -> None:
+    _churn([])
+
+
+def test_joins_and_leaves_keep_a_shared_prefix_stage_exact() -> None:
+    _churn([0, 1, 2])
+
+
+def test_rows_shrink_when_most_members_left() -> None:
+    gen = torch.Generator().manual_seed(4)
+    pool = (torch.randn(L, SLOTS, HKV, D, generator=gen), torch.randn(L, SLOTS, HKV, D, generator=gen))
+    seqs = [_budget_seq(i, [3 * i + j for j in range(3)], 2) for i in range(16)]
+    cache = StageCache(pool[0], pool[1], BS)
+    starts = [2] * 16
+    errors = [_step(cache, pool, seqs, starts, [])]
+    seqs, starts = seqs[5:7] + seqs[12:13], [3] * 3  # the survivors sit in high rows
+    errors.append(_step(cache, pool, seqs, starts, []))
+    stage = cache.find(seqs, [4] * 3)
+    assert stage is not None and stage.k.shape[1] < 16
+    errors.append(_step(cache, pool, seqs[::-1], [4] * 3, []))  # any member order
+    assert cache.counters["decode_stage_builds"] == 1
+    assert max(errors) < 1e-5
+
+
+def test_requests_arriving_while_others_decode_match_a_no_cache_forward(qwen2: Any) -> None:
+    # single sequences and one group arrive between steps and stop at different lengths, so decode
+    # stages gain and lose members at most steps; every logprob equals the full forward's
+    engine = NativeEngine(qwen2, NativeEngineConfig(block_size=4, shared_prefix_min_blocks=2))
+    waves = [[GenerationRequest(prompt_ids=prompt(9 + 3 * i, seed=i), params=SamplingParams(
+        n=3 if i == 2 else 1, max_new_tokens=6 + 4 * (i % 3), temperature=1.0, seed=i, stop_token_ids=(7,)))
+        for i in range(w * 3, w * 3 + 3)] for w in range(3)]
+    submitted = []
+    for wave in waves:
+        submitted += [(r, seqs) for r, seqs in zip(wave, engine.submit(wave), strict=True)]
+        for _ in range(4):
+            engine.step()
+    while engine.has_work:
+        engine.step()
+    stats = engine.stats()
+    assert stats["decode_stage_joins"] > 0 and stats["decode_stage_cuts"] > 0
+    for request, seqs in submitted:
+        for seq in seqs:
+            ids = list(request.prompt_ids) + seq.generated_ids
+            logits = full_logits(qwen2, ids)[len(request.prompt_ids) - 1 : -1]
+            expected = torch.log_softmax(logits, -1).gather(-1, torch.tensor(seq.generated_ids)[:, None])[:, 0]
+            assert (torch.tensor(seq.logprobs) - expected).abs().max().item() < 1e-4

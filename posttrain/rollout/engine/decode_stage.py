@@ -3,19 +3,31 @@
 A decode step reads the whole context of every decoding sequence. Gathering that context from its
 scattered blocks at every step copies it (per layer) before attention reads it again, so a decode
 step moved about three times the bytes of the KV it needs, and on small models that traffic was most
-of the step. A `DecodeStage` keeps, for one fixed list of decoding sequences, their KV in contiguous
-tensors `[L, B, Hkv, cap, D]` and appends each step's new position next to the pool write, so a step
-reads every cached key once. Members that map the same leading blocks (a GRPO group) keep those
-blocks once (`[L, Hkv, P, D]`) and attend them with one matmul for the whole group; the two parts are
-merged by their log-sum-exps (cascade attention), which equals attention over the concatenation.
+of the step. A `DecodeStage` keeps its members' KV in contiguous tensors `[L, R, Hkv, cap, D]`, one
+row per member, and appends each step's new position next to the pool write, so a step reads every
+cached key once. Members that map the same leading blocks (a GRPO group, agent episodes under one
+system prompt) keep those blocks once (`[L, Hkv, P, D]`) and attend them with one matmul for the
+whole stage; the two parts are merged by their log-sum-exps (cascade attention), which equals
+attention over the concatenation.
+
+Membership changes cost only the rows that change (slot rows). Live rows are always `0..n-1`; a
+step's members map to rows in any order (queries are permuted into row order and outputs back). A
+member that leaves frees its row; a member that joins gathers only its own KV from the pool into a
+free row, or into a new row at the end (rows grow by doubling). A row left free after the joins is
+filled by moving the last live row into it (one row's copy), so attention never reads free rows.
+Positions grow by doubling too, sized first to what the members can reach within their token
+budgets; when at most a quarter of the rows are live the stage shrinks to half (memory stays within
+a constant factor of the live members' context).
 
 Validity: a staged position is a copy of KV that never changes while its sequence keeps the same
 block table object (positions below `num_computed` are never rewritten; a preempted or readmitted
-sequence gets a new table). A stage is reused only when every member still has the table it was
-built from and is exactly one position further, else it is rebuilt from the pool. `StageCache`
-drops every stage a step does not use, so staging holds at most one extra copy of the decoding
-sequences' context. The pool stays the source of truth; nothing is written back.
-Not here: which sequences form a group (the runner decides), sparse attention modes (not staged).
+sequence gets a new table). A row is kept only while its member has the table it was staged from and
+is exactly one position further, else the row is dropped and gathered again. The shared prefix is
+trusted across steps only while some member stays from the previous step (it holds those blocks, so
+they cannot be freed and refilled); a stage with no staying member is built afresh. `StageCache`
+keys stages by their shared blocks and drops every stage a step does not use. The pool stays the
+source of truth; nothing is written back.
+Not here: which sequences share a stage (the runner decides), sparse attention modes (not staged).
 """
 
 from __future__ import annotations
@@ -27,6 +39,7 @@ import torch
 from posttrain.rollout.engine.seq_state import SeqState
 
 NEG_INF = float("-inf")
+MIN_ROWS = 4
 
 
 def _capacity(num_positions: int, most: int | None = None) -> int:
@@ -36,117 +49,160 @@ def _capacity(num_positions: int, most: int | None = None) -> int:
     return cap if most is None else max(num_positions, min(cap, most))
 
 
-def _reachable(members: Sequence[SeqState], first_pos: int) -> int:
-    """The most positions from `first_pos` any member stages before its token budget runs out."""
-    return max(s.prompt_len + s.params.max_new_tokens for s in members) - first_pos
+def _rows_for(n: int) -> int:
+    return max(MIN_ROWS, 1 << max(0, n - 1).bit_length())
 
 
 class DecodeStage:
     """Staged KV of decoding sequences whose first `len(shared)` blocks are common (see module doc)."""
 
-    def __init__(self, seq_ids: tuple[int, ...], tables: list[list[int]], shared: list[int],
-                 lengths: list[int], block_size: int, kv: tuple[torch.Tensor, torch.Tensor],
-                 bias: torch.Tensor, prefix: tuple[torch.Tensor, torch.Tensor] | None) -> None:
-        self.seq_ids = seq_ids
-        self.tables = tables  # the members' block table objects, to detect preemption
+    def __init__(self, pool_k: torch.Tensor, shared: list[int], block_size: int,
+                 prefix: tuple[torch.Tensor, torch.Tensor] | None, rows: int, cap: int) -> None:
         self.shared = shared
         self.block_size = block_size
         self.first_pos = len(shared) * block_size
-        self.lengths = lengths  # staged positions per member, from first_pos on
-        self.k, self.v = kv  # [L, B, Hkv, cap, D]
-        self.bias = bias  # [B, cap]: 0 where staged, -inf elsewhere
         self.prefix = prefix  # shared blocks' keys and values [L, Hkv, P, D]
-        self._write_index = torch.empty(0, dtype=torch.long, device=self.k.device)
+        num_layers, _, hkv, d = pool_k.shape
+        self.k = pool_k.new_zeros(num_layers, rows, hkv, cap, d)  # zeros: finite under the -inf bias
+        self.v = pool_k.new_zeros(num_layers, rows, hkv, cap, d)
+        self.bias = pool_k.new_full((rows, cap), NEG_INF)  # 0 where staged, -inf elsewhere
+        self.seq_ids: list[int] = []  # per live row
+        self.tables: list[list[int]] = []  # the members' block table objects, to detect preemption
+        self.lengths: list[int] = []  # staged positions per row, from first_pos on
+        self.member_rows = torch.empty(0, dtype=torch.long, device=pool_k.device)  # this step's row per member
+        self._order: torch.Tensor | None = None  # member index per row; None when rows are in member order
+        self._write_index = torch.empty(0, dtype=torch.long, device=pool_k.device)
         self._width = 0
-
-    def tensors(self) -> list[torch.Tensor]:
-        """The tensors this stage holds (for memory accounting)."""
-        return [self.k, self.v, self.bias, *(self.prefix or ())]
 
     @classmethod
     def gather(cls, pool_k: torch.Tensor, pool_v: torch.Tensor, block_size: int,
                members: Sequence[SeqState], starts: Sequence[int], shared: Sequence[int]) -> DecodeStage:
         """Stage each member's KV before its position in `starts`, copied from the pool."""
-        dev, bs = pool_k.device, block_size
-        first_pos = len(shared) * bs
-        lengths = [p - first_pos for p in starts]
         prefix = None
         if shared:
+            dev, bs = pool_k.device, block_size
             blocks = torch.tensor(list(shared), dtype=torch.long)
             slots = (blocks[:, None] * bs + torch.arange(bs)).flatten().to(dev)
-            # [L, P, Hkv, D] -> [L, Hkv, P, D]: each head's keys contiguous for one matmul per group
+            # [L, P, Hkv, D] -> [L, Hkv, P, D]: each head's keys contiguous for one matmul per stage
             prefix = (pool_k[:, slots].transpose(1, 2).contiguous(), pool_v[:, slots].transpose(1, 2).contiguous())
-        width = max(lengths)
-        cap = _capacity(width + 1, _reachable(members, first_pos))
-        own = torch.zeros(len(members), width, dtype=torch.long)  # unstaged: slot 0, finite, masked
-        bias = torch.full((len(members), cap), NEG_INF, dtype=pool_k.dtype)
-        for b, (seq, length) in enumerate(zip(members, lengths, strict=True)):
-            positions = torch.arange(first_pos, first_pos + length)
-            table = torch.tensor(seq.block_table, dtype=torch.long)
-            own[b, :length] = table[positions // bs] * bs + positions % bs
-            bias[b, :length] = 0.0
-        own = own.flatten().to(dev)
-        num_layers, _, hkv, d = pool_k.shape
-        shape = (num_layers, len(members), width, hkv, d)
+        first_pos = len(shared) * block_size
+        need = max(p - first_pos for p in starts) + 1
+        most = max(s.prompt_len + s.params.max_new_tokens for s in members) - first_pos
+        stage = cls(pool_k, list(shared), block_size, prefix, _rows_for(len(members)), _capacity(need, most))
+        stage.update(pool_k, pool_v, members, starts)
+        return stage
 
-        def stage(pool: torch.Tensor) -> torch.Tensor:
-            # only the staged width is gathered; the room past it is zeroed (finite under the -inf bias)
-            out = pool.new_empty(num_layers, len(members), hkv, cap, d)
-            out[:, :, :, :width] = pool[:, own].view(shape).transpose(2, 3)
-            out[:, :, :, width:] = 0.0
-            return out
-
-        kv = (stage(pool_k), stage(pool_v))
-        return cls(tuple(s.seq_id for s in members), [s.block_table for s in members], list(shared), lengths,
-                   bs, kv, bias.to(dev), prefix)
-
-    def select(self, rows: list[int]) -> DecodeStage:
-        """A stage of only the members at `rows` (sharing this one's prefix tensors)."""
-        index = torch.tensor(rows, dtype=torch.long, device=self.k.device)
-        return DecodeStage(tuple(self.seq_ids[b] for b in rows), [self.tables[b] for b in rows], self.shared,
-                           [self.lengths[b] for b in rows], self.block_size,
-                           (self.k[:, index], self.v[:, index]), self.bias[index], self.prefix)
+    def tensors(self) -> list[torch.Tensor]:
+        """The tensors this stage holds (for memory accounting)."""
+        return [self.k, self.v, self.bias, *(self.prefix or ())]
 
     @property
     def capacity(self) -> int:
         return self.k.shape[3]
 
+    @property
+    def num_rows(self) -> int:
+        return len(self.seq_ids)
+
+    def staying(self, members: Sequence[SeqState], starts: Sequence[int]) -> dict[int, int]:
+        """Member index -> row of the members whose rows hold exactly their context before `starts`."""
+        row_of = {sid: r for r, sid in enumerate(self.seq_ids)}
+        out = {}
+        for b, (s, p) in enumerate(zip(members, starts, strict=True)):
+            r = row_of.get(s.seq_id)
+            if r is not None and s.block_table is self.tables[r] and p == self.first_pos + self.lengths[r]:
+                out[b] = r
+        return out
+
     def matches(self, members: Sequence[SeqState], starts: Sequence[int]) -> bool:
-        """Whether this stage holds exactly every member's context before its position in `starts`."""
-        return len(members) == len(self.tables) and all(
-            s.block_table is table and p == self.first_pos + n
-            for s, p, table, n in zip(members, starts, self.tables, self.lengths, strict=True))
+        """Whether this stage holds exactly these members' contexts before their positions in `starts`."""
+        return len(members) == self.num_rows and len(self.staying(members, starts)) == len(members)
+
+    def update(self, pool_k: torch.Tensor, pool_v: torch.Tensor, members: Sequence[SeqState],
+               starts: Sequence[int]) -> tuple[int, int]:
+        """Make rows `0..n-1` hold exactly `members` before `starts`: rows of members gone (or stale)
+        are freed, joining members' KV is gathered into free rows. Returns (joined, left)."""
+        keep = self.staying(members, starts)  # member -> row
+        left = self.num_rows - len(keep)
+        n = len(members)
+        if left == 0 and n == len(keep) and all(b == r for b, r in keep.items()) and n == len(self.member_rows):
+            return 0, 0  # the same members in the same order, one position further
+        keep = self._compact(keep, n)
+        self._resize(n, members, starts)
+        used = set(keep.values())
+        free = iter(r for r in range(n) if r not in used)
+        row = [keep[b] if b in keep else next(free) for b in range(n)]
+        self.seq_ids, self.tables, self.lengths = [0] * n, [[]] * n, [0] * n
+        for s, p, r in zip(members, starts, row, strict=True):
+            self.seq_ids[r], self.tables[r], self.lengths[r] = s.seq_id, s.block_table, p - self.first_pos
+        joining = [b for b in range(n) if b not in keep]
+        if joining:
+            self._fill(pool_k, pool_v, [members[b] for b in joining], [row[b] for b in joining])
+        self._set_order(row)
+        return len(joining), left
+
+    def _compact(self, keep: dict[int, int], n: int) -> dict[int, int]:
+        """Move the staying rows at `n` or above into free rows below `n` (one row's copy each)."""
+        kept = set(keep.values())
+        high = sorted(r for r in kept if r >= n)
+        if not high:
+            return keep
+        low = [r for r in range(n) if r not in kept][: len(high)]
+        self._move(high, low)
+        moved = dict(zip(high, low, strict=True))
+        return {b: moved.get(r, r) for b, r in keep.items()}
+
+    def _set_order(self, row: list[int]) -> None:
+        dev = self.k.device
+        self.member_rows = torch.tensor(row, dtype=torch.long, device=dev)
+        if row == list(range(len(row))):
+            self._order = None
+            return
+        order = [0] * len(row)
+        for b, r in enumerate(row):
+            order[r] = b
+        self._order = torch.tensor(order, dtype=torch.long, device=dev)
 
     def advance(self) -> None:
         """Make room for one more position per member; the step's forward writes it (`write`)."""
         if max(self.lengths) >= self.capacity:
-            self._grow(_capacity(max(self.lengths) + 1))  # a member outgrew its budget: plain doubling
+            self._realloc(self.k.shape[1], _capacity(max(self.lengths) + 1))  # past the budget: doubling
         dev = self.k.device
-        b, hkv, cap = len(self.lengths), self.k.shape[2], self.capacity
-        rel = torch.tensor(self.lengths, dtype=torch.long, device=dev)  # [B]
-        self.bias[torch.arange(b, device=dev), rel] = 0.0
+        hkv, cap = self.k.shape[2], self.capacity
+        rows = self.member_rows
+        rel = torch.tensor(self.lengths, dtype=torch.long, device=dev)[rows]  # [B], member order
+        self.bias[rows, rel] = 0.0
         heads = torch.arange(hkv, device=dev)
-        # flat row of (member b, head h, position rel[b]) in a layer's [B*Hkv*cap, D] view
-        self._write_index = ((torch.arange(b, device=dev)[:, None] * hkv + heads) * cap + rel[:, None]).flatten()
+        # flat row of (row r, head h, position rel) in a layer's [R*Hkv*cap, D] view
+        self._write_index = ((rows[:, None] * hkv + heads) * cap + rel[:, None]).flatten()
         self.lengths = [n + 1 for n in self.lengths]
         self._width = max(self.lengths)
 
     def write(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> None:
-        """Stage this step's keys/values `[B, Hkv, D]` of layer `layer`."""
+        """Stage this step's keys/values `[B, Hkv, D]` (member order) of layer `layer`."""
         d = k.shape[-1]
         self.k[layer].view(-1, d).index_copy_(0, self._write_index, k.reshape(-1, d))
         self.v[layer].view(-1, d).index_copy_(0, self._write_index, v.reshape(-1, d))
 
     def attend(self, layer: int, q: torch.Tensor) -> torch.Tensor:
-        """Exact attention of decode queries `[B, H, D]` over the staged context; returns `[B, H, D]`."""
+        """Exact attention of decode queries `[B, H, D]` (member order) over the staged context."""
+        if self._order is not None:
+            q = q[self._order]  # row order
         b, h, d = q.shape
         hkv = self.k.shape[2]
         width = self._width
         qg = q.view(b, hkv, h // hkv, d) * d**-0.5  # [B, Hkv, G, D]
-        k, v = self.k[layer, :, :, :width], self.v[layer, :, :, :width]  # [B, Hkv, S, D]
-        scores = torch.matmul(qg, k.transpose(-1, -2)) + self.bias[:, None, None, :width]  # [B, Hkv, G, S]
+        k, v = self.k[layer, :b, :, :width], self.v[layer, :b, :, :width]  # [B, Hkv, S, D]
+        scores = torch.matmul(qg, k.transpose(-1, -2)) + self.bias[:b, None, None, :width]  # [B, Hkv, G, S]
         if self.prefix is None:
-            return torch.matmul(torch.softmax(scores, -1), v).reshape(b, h, d)
+            out = torch.matmul(torch.softmax(scores, -1), v).reshape(b, h, d)
+        else:
+            out = self._cascade(layer, qg, scores, v).reshape(b, h, d)
+        return out if self._order is None else out[self.member_rows]
+
+    def _cascade(self, layer: int, qg: torch.Tensor, scores: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        assert self.prefix is not None
+        b, hkv, _, d = qg.shape
         k_pre, v_pre = self.prefix[0][layer], self.prefix[1][layer]  # [Hkv, P, D]
         q_pre = qg.transpose(0, 1).reshape(hkv, -1, d)  # [Hkv, B*G, D]
         s_pre = torch.matmul(q_pre, k_pre.transpose(-1, -2))  # [Hkv, B*G, P]
@@ -157,59 +213,102 @@ class DecodeStage:
         lse_own = torch.logsumexp(scores, -1, keepdim=True)  # [B, Hkv, G, 1]
         out_own = torch.matmul(torch.exp(scores - lse_own), v)  # [B, Hkv, G, D]
         lse = torch.logaddexp(lse_pre, lse_own)
-        out = out_pre * torch.exp(lse_pre - lse) + out_own * torch.exp(lse_own - lse)
-        return out.reshape(b, h, d)
+        return out_pre * torch.exp(lse_pre - lse) + out_own * torch.exp(lse_own - lse)
 
-    def rows_of(self, seq_ids: list[int]) -> list[int] | None:
-        """Rows of `seq_ids` when they are members in the same order, else None."""
-        index = {sid: b for b, sid in enumerate(self.seq_ids)}
-        rows = [index.get(sid, -1) for sid in seq_ids]
-        return rows if -1 not in rows and rows == sorted(rows) else None
+    # ---- rows ------------------------------------------------------------------------------
+    def _resize(self, n: int, members: Sequence[SeqState], starts: Sequence[int]) -> None:
+        """Rows and positions for `n` members at `starts`: grown by doubling, rows halved when at most
+        a quarter are live (the live rows already lie below `n`)."""
+        rows, cap = self.k.shape[1], self.capacity
+        need = max(p - self.first_pos for p in starts) + 1
+        most = max(s.prompt_len + s.params.max_new_tokens for s in members) - self.first_pos
+        new_rows = _rows_for(n) if n > rows else _rows_for(2 * n) if rows > MIN_ROWS and 4 * n <= rows else rows
+        new_cap = _capacity(need, most if most >= need else None) if need > cap else cap
+        if (new_rows, new_cap) != (rows, cap):
+            self._realloc(new_rows, new_cap)
 
-    def _grow(self, cap: int) -> None:
-        old = self.capacity
-        grow = lambda t, fill: torch.cat([t, t.new_full((*t.shape[:-2], cap - old, t.shape[-1]), fill)], -2)  # noqa: E731
-        self.k, self.v = grow(self.k, 0.0), grow(self.v, 0.0)
-        self.bias = torch.cat([self.bias, self.bias.new_full((self.bias.shape[0], cap - old), NEG_INF)], 1)
+    def _realloc(self, rows: int, cap: int) -> None:
+        n = min(rows, self.k.shape[1])
+        keep = min(cap, self.capacity)
+        k, v, bias = self.k, self.v, self.bias
+        self.k = k.new_zeros(k.shape[0], rows, k.shape[2], cap, k.shape[4])
+        self.v = v.new_zeros(v.shape[0], rows, v.shape[2], cap, v.shape[4])
+        self.bias = bias.new_full((rows, cap), NEG_INF)
+        self.k[:, :n, :, :keep] = k[:, :n, :, :keep]
+        self.v[:, :n, :, :keep] = v[:, :n, :, :keep]
+        self.bias[:n, :keep] = bias[:n, :keep]
+
+    def _move(self, src: list[int], dst: list[int]) -> None:
+        """Copy whole rows `src` onto rows `dst` (KV and bias)."""
+        dev = self.k.device
+        s = torch.tensor(src, dtype=torch.long, device=dev)
+        t = torch.tensor(dst, dtype=torch.long, device=dev)
+        self.k[:, t] = self.k[:, s]
+        self.v[:, t] = self.v[:, s]
+        self.bias[t] = self.bias[s]
+
+    def _fill(self, pool_k: torch.Tensor, pool_v: torch.Tensor, joiners: list[SeqState], rows: list[int]) -> None:
+        """Gather each joiner's own positions (from first_pos to its staged length) into its row."""
+        dev, bs = self.k.device, self.block_size
+        lengths = [self.lengths[r] for r in rows]
+        width = max(lengths)
+        own = torch.zeros(len(joiners), width, dtype=torch.long)  # unstaged: slot 0, finite, masked
+        for j, (seq, length) in enumerate(zip(joiners, lengths, strict=True)):
+            positions = torch.arange(self.first_pos, self.first_pos + length)
+            table = torch.tensor(seq.block_table, dtype=torch.long)
+            own[j, :length] = table[positions // bs] * bs + positions % bs
+        index = torch.tensor(rows, dtype=torch.long, device=dev)
+        cap = self.capacity
+        staged = torch.arange(cap)[None, :] < torch.tensor(lengths)[:, None]  # [J, cap]
+        self.bias[index] = torch.zeros(staged.shape, dtype=self.bias.dtype).masked_fill_(~staged, NEG_INF).to(dev)
+        num_layers, _, hkv, d = pool_k.shape
+        shape = (num_layers, len(joiners), width, hkv, d)
+        own = own.flatten().to(dev)
+        if width:
+            self.k[:, index, :, :width] = pool_k[:, own].view(shape).transpose(2, 3)
+            self.v[:, index, :, :width] = pool_v[:, own].view(shape).transpose(2, 3)
 
 
 class StageCache:
-    """The stages of the current step; a stage the next step does not reuse is dropped."""
+    """The stages of the current step, keyed by their shared blocks; a stage no step uses is dropped."""
 
     def __init__(self, pool_k: torch.Tensor, pool_v: torch.Tensor, block_size: int) -> None:
         self.pool_k, self.pool_v, self.block_size = pool_k, pool_v, block_size
         self._stages: dict[tuple[int, ...], DecodeStage] = {}
         self._next: dict[tuple[int, ...], DecodeStage] = {}
-        self.counters = {"decode_stage_builds": 0, "decode_stage_cuts": 0, "peak_decode_stage_mb": 0.0}
+        self.counters = {"decode_stage_builds": 0, "decode_stage_cuts": 0, "decode_stage_joins": 0,
+                         "peak_decode_stage_mb": 0.0}
 
     def find(self, members: Sequence[SeqState], starts: Sequence[int]) -> DecodeStage | None:
-        """The reusable stage of exactly these members at these positions, or None."""
-        stage = self._stages.get(tuple(s.seq_id for s in members))
-        return stage if stage is not None and stage.matches(members, starts) else None
+        """The stage holding exactly these members at these positions, or None."""
+        for stage in (*self._next.values(), *self._stages.values()):
+            if stage.matches(members, starts):
+                return stage
+        return None
+
+    def prefixes(self, first_block: int) -> list[list[int]]:
+        """Shared blocks of the live stages whose prefix starts with `first_block`, longest first."""
+        found = [st.shared for st in self._stages.values() if st.shared and st.shared[0] == first_block]
+        return sorted(found, key=len, reverse=True)
 
     def use(self, members: Sequence[SeqState], starts: Sequence[int], shared: Sequence[int]) -> DecodeStage:
-        """This step's stage for `members`, advanced one position: reused when it matches, cut down
-        when members left it (finished samples), else built from the pool."""
-        stage = self.find(members, starts)
-        if stage is None or stage.shared != list(shared):
-            stage = self._subset(members, starts, shared)
+        """This step's stage for `members` sharing `shared`, advanced one position: the last step's
+        stage of that prefix with its rows updated (joins gathered, leaves freed), else built."""
+        key = tuple(shared)
+        assert key not in self._next, "one stage per prefix and step"
+        stage = self._stages.get(key)
+        if stage is not None and not stage.staying(members, starts):
+            stage = None  # nobody stays: the prefix blocks may have been freed and refilled
         if stage is None:
             self.counters["decode_stage_builds"] += 1
             stage = DecodeStage.gather(self.pool_k, self.pool_v, self.block_size, members, starts, shared)
+        else:
+            joined, left = stage.update(self.pool_k, self.pool_v, members, starts)
+            self.counters["decode_stage_joins"] += joined
+            self.counters["decode_stage_cuts"] += left
         stage.advance()
-        self._next[stage.seq_ids] = stage
+        self._next[key] = stage
         return stage
-
-    def _subset(self, members: Sequence[SeqState], starts: Sequence[int], shared: Sequence[int]) -> DecodeStage | None:
-        first = members[0].seq_id
-        for stage in self._stages.values():
-            if first in stage.seq_ids and stage.shared == list(shared):
-                rows = stage.rows_of([s.seq_id for s in members])
-                if rows is not None:
-                    cut = stage.select(rows)
-                    self.counters["decode_stage_cuts"] += 1
-                    return cut if cut.matches(members, starts) else None
-        return None
 
     def end_step(self) -> None:
         """Retire the stages this step did not use; record the most memory stages held at once."""

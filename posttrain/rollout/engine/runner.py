@@ -218,8 +218,12 @@ class ModelRunner:
         for item in decode:
             by_first.setdefault(item[1].seq.block_table[0], []).append(item)
         groups, singles = [], []
-        for members in by_first.values():
-            shared = self._shared_blocks(members) if len(members) > 1 else []
+        for first, members in by_first.items():
+            shared, fit, rest = self._live_prefix(first, members)
+            if shared:  # last step's stage of these blocks takes the members that map them
+                groups.append(self._staged_group(fit, shared))
+                members = rest
+            shared = self._common_blocks(members) if len(members) > 1 else []
             if len(shared) >= self.min_shared_blocks:
                 groups.append(self._staged_group(members, shared))
             else:
@@ -228,12 +232,21 @@ class ModelRunner:
             groups.append(self._staged_group(sorted(singles, key=lambda item: item[0]), []))
         return groups
 
-    def _shared_blocks(self, members: list[tuple[int, Chunk]]) -> list[int]:
-        """Leading full blocks all members map (the reused stage's, when one matches)."""
-        seqs, starts = [c.seq for _, c in members], [c.start for _, c in members]
-        stage = self.stages.find(seqs, starts)
-        if stage is not None:
-            return stage.shared
+    def _live_prefix(self, first: int, members: list[tuple[int, Chunk]]
+                     ) -> tuple[list[int], list[tuple[int, Chunk]], list[tuple[int, Chunk]]]:
+        """The longest prefix of a live stage that at least half the members map past, with those
+        members and the rest; ([], [], members) when there is none. Joining that stage costs only the
+        joiners' rows, where a new prefix would restage every member."""
+        for shared in self.stages.prefixes(first):
+            n = len(shared)
+            fit = [m for m in members if m[1].start >= n * self.block_size and m[1].seq.block_table[:n] == shared]
+            if fit and 2 * len(fit) >= len(members):
+                taken = {id(m) for m in fit}
+                return shared, fit, [m for m in members if id(m) not in taken]
+        return [], [], members
+
+    def _common_blocks(self, members: list[tuple[int, Chunk]]) -> list[int]:
+        """Leading full blocks all members map."""
         tables = [c.seq.block_table[: c.start // self.block_size] for _, c in members]
         return tables[0][: _common_prefix(tables)]
 
