@@ -51,7 +51,7 @@ class Run:
         self.pool, self.mixture, self.engine = parts.pool, parts.mixture, parts.engine
         self.domain_ids = self.pool.registry.ids()
         self.rollout = RolloutStage(parts.engine, parts.renderer, config.rollout, config.seed,
-                                    self.pool.registry.environment)
+                                    self.pool.registry.environment, self.pool.registry.is_episodic)
         self.reward = RewardStage(parts.grader, config.reward, config.seed)
         self.replay = FailureReplay(config.replay)
         self.base_model_hash = weights_sha256(parts.model)  # before LoRA wraps it or training moves it

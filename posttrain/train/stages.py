@@ -34,12 +34,14 @@ class RolloutStage:
     """Tasks -> groups of trajectories, through any RolloutEngine."""
 
     def __init__(self, engine: RolloutEngine, renderer: PromptRenderer, config: RolloutConfig, seed: int,
-                 environment: EnvironmentLookup = lambda _domain_id: None) -> None:  # fmt: skip
+                 environment: EnvironmentLookup = lambda _domain_id: None,
+                 is_episodic: Callable[[str], bool] | None = None) -> None:  # fmt: skip
         self.engine = engine
         self.renderer = renderer
         self.config = config
         self.seed = seed
         self.environment = environment
+        self.is_episodic = is_episodic or (lambda domain_id: environment(domain_id) is not None)
         self.num_calls = 0
         episode = config.episode
         self.runner = EpisodeRunner(engine, renderer, self._params(0).model_copy(update={"n": 1}),
@@ -48,7 +50,7 @@ class RolloutStage:
     def generate(self, tasks: Sequence[Task], version: int) -> list[Group]:
         """One group per task, in order: single-turn groups ungraded, episode groups graded."""
         self.num_calls += 1
-        episodic = [self.environment(t.domain_id) is not None for t in tasks]
+        episodic = [self.is_episodic(t.domain_id) for t in tasks]
         single = iter(self._single_turn([t for t, e in zip(tasks, episodic, strict=True) if not e], version))
         played = iter(self._episodes([(i, t) for i, (t, e) in enumerate(zip(tasks, episodic, strict=True)) if e],
                                      version))  # fmt: skip
