@@ -25,6 +25,7 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -78,16 +79,19 @@ class SleepyEnv:
         return Score(reward=1.0, passed=True, details={"turns": self.count, "end_reason": self.reason})
 
 
-def chatml_tokenizer() -> Any:
+def chatml_tokenizer(corpus: Sequence[str] = (), vocab_size: int = 1024) -> Any:
+    """A byte-level BPE tokenizer with ChatML special tokens and template, fitted on `corpus` (default:
+    this benchmark's words)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     raw = Tokenizer(models.BPE())
     raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     raw.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=1024, special_tokens=["<pad>", "<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<pad>", "<|endoftext|>", "<|im_start|>", "<|im_end|>"],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    raw.train_from_iterator([" ".join(WORDS) + " user assistant tool system result task look up"] * 8, trainer)
+    raw.train_from_iterator(list(corpus) or [" ".join(WORDS) + " user assistant tool system result task look up"] * 8,
+                            trainer)  # fmt: skip
     tok = PreTrainedTokenizerFast(tokenizer_object=raw, eos_token="<|endoftext|>", pad_token="<pad>")
     tok.chat_template = CHATML
     return tok

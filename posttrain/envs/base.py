@@ -285,6 +285,24 @@ Policy = Callable[[list[Message]], str | None]
 """Next assistant message from the transcript so far, or None when the policy has nothing more to say."""
 
 
+def retrying_policy(steps: Sequence[str], transient: str) -> Policy:
+    """A scripted policy: `steps` in order, repeating the last one when its tool result contains `transient`
+    (a transient failure); None when the steps run out (the reference policy of the tool families)."""
+    position = 0
+
+    def policy(transcript: list[Message]) -> str | None:
+        nonlocal position
+        last = transcript[-1]
+        if last["role"] == "tool" and transient in last["content"] and position > 0:
+            return steps[position - 1]
+        if position == len(steps):
+            return None
+        position += 1
+        return steps[position - 1]
+
+    return policy
+
+
 def run_policy(env: Environment, task: Task, policy: Policy) -> tuple[list[Message], Score]:
     """One episode: the transcript (opening messages, each assistant message and what followed) and the
     grade. A policy returning None ends the episode with `policy_out_of_turns`."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from posttrain.envs.base import EpisodeLimits, Message, Policy, ToolEnv
+from posttrain.envs.base import EpisodeLimits, Message, Policy, ToolEnv, retrying_policy
 from posttrain.envs.tools import Tool, ToolSet
 from posttrain.types import Score, Task
 from posttrain.verify.tool_calls import content_without_calls, format_tool_call
@@ -143,16 +143,4 @@ def kv_gold_turns(task: Task) -> list[str]:
 
 def kv_gold_policy(task: Task) -> Policy:
     """The reference policy: the gold messages in order, repeating a call that failed transiently."""
-    steps, position = kv_gold_turns(task), 0
-
-    def policy(transcript: list[Message]) -> str | None:
-        nonlocal position
-        if transcript[-1]["role"] == "tool" and TRANSIENT in transcript[-1]["content"]:
-            return steps[position - 1]
-        if position == len(steps):
-            return None
-        position += 1
-        return steps[position - 1]
-
-    return policy
-
+    return retrying_policy(kv_gold_turns(task), TRANSIENT)

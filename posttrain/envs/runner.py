@@ -234,29 +234,46 @@ class _Driver(Protocol):
     def stop(self) -> None: ...
 
 
-class _NativeDriver:
-    """Submits each request to the native engine's continuous batch and steps the engine while any is
-    pending; a finished sequence resolves its future at once, whatever the others are doing."""
+class _Pending:
+    """What both drivers share: (key, future) pairs waiting for a sample, and the wake-up between them."""
 
-    def __init__(self, engine: Any) -> None:
-        self.engine = engine
+    def __init__(self) -> None:
         self.pending: list[tuple[Any, asyncio.Future[SampleOutput]]] = []
         self.wake = asyncio.Event()
         self.stopped = False
 
-    async def generate(self, request: GenerationRequest) -> SampleOutput:
+    async def _enqueue(self, key: Any) -> SampleOutput:
         future: asyncio.Future[SampleOutput] = asyncio.get_running_loop().create_future()
-        (seqs,) = self.engine.submit([request])
-        self.pending.append((seqs[0], future))
+        self.pending.append((key, future))
         self.wake.set()
         return await future
 
+    async def _has_work(self) -> bool:
+        """Wait until something is pending (True) or the driver is stopped (False)."""
+        while not self.pending and not self.stopped:
+            self.wake.clear()
+            await self.wake.wait()
+        return not self.stopped
+
+    def stop(self) -> None:
+        self.stopped = True
+        self.wake.set()
+
+
+class _NativeDriver(_Pending):
+    """Submits each request to the native engine's continuous batch and steps the engine while any is
+    pending; a finished sequence resolves its future at once, whatever the others are doing."""
+
+    def __init__(self, engine: Any) -> None:
+        super().__init__()
+        self.engine = engine
+
+    async def generate(self, request: GenerationRequest) -> SampleOutput:
+        (seqs,) = self.engine.submit([request])
+        return await self._enqueue(seqs[0])
+
     async def drive(self) -> None:
-        while not self.stopped:
-            if not self.pending:
-                self.wake.clear()
-                await self.wake.wait()
-                continue
+        while await self._has_work():
             try:
                 self.engine.step()
             except Exception as exc:  # an engine failure fails every pending turn, and stops nothing else
@@ -274,32 +291,19 @@ class _NativeDriver:
             self.pending = still
             await asyncio.sleep(0)  # let finished episodes hand their turns to the environments
 
-    def stop(self) -> None:
-        self.stopped = True
-        self.wake.set()
 
-
-class _BatchDriver:
+class _BatchDriver(_Pending):
     """Collects the pending requests and runs them as one `generate` call in a worker thread."""
 
     def __init__(self, engine: RolloutEngine) -> None:
+        super().__init__()
         self.engine = engine
-        self.pending: list[tuple[GenerationRequest, asyncio.Future[SampleOutput]]] = []
-        self.wake = asyncio.Event()
-        self.stopped = False
 
     async def generate(self, request: GenerationRequest) -> SampleOutput:
-        future: asyncio.Future[SampleOutput] = asyncio.get_running_loop().create_future()
-        self.pending.append((request, future))
-        self.wake.set()
-        return await future
+        return await self._enqueue(request)
 
     async def drive(self) -> None:
-        while not self.stopped:
-            if not self.pending:
-                self.wake.clear()
-                await self.wake.wait()
-                continue
+        while await self._has_work():
             await asyncio.sleep(0.001)  # let turns that finish together join one batch
             batch, self.pending = self.pending, []
             try:
@@ -310,10 +314,6 @@ class _BatchDriver:
                 continue
             for (_, future), output in zip(batch, outputs, strict=True):
                 future.set_result(output.samples[0])
-
-    def stop(self) -> None:
-        self.stopped = True
-        self.wake.set()
 
 
 def _driver_for(engine: RolloutEngine) -> _Driver:

@@ -1,4 +1,5 @@
-"""A byte-level BPE tokenizer with a ChatML template and a tiny random Qwen2 over it (nothing downloaded)."""
+"""A byte-level BPE tokenizer with a ChatML template (SmolLM2/Qwen2.5 layout, without their default system
+message) and a tiny random Qwen2 over it (nothing downloaded)."""
 
 from __future__ import annotations
 
@@ -7,26 +8,14 @@ from typing import Any
 
 import pytest
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from posttrain.bench.agents import chatml_tokenizer as posttrain_chatml_tokenizer
 
-CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
-"""The ChatML layout SmolLM2 and Qwen2.5 use (without their default system message)."""
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 def chatml_tokenizer() -> Any:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    raw = Tokenizer(models.BPE())
-    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    raw.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<pad>", "<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    raw.train_from_iterator(["user assistant tool system <tool_call> </tool_call> hello world"] * 4, trainer)
-    tok = PreTrainedTokenizerFast(tokenizer_object=raw, eos_token="<|endoftext|>", pad_token="<pad>")
-    tok.chat_template = CHATML
-    return tok
+    corpus = ["user assistant tool system <tool_call> </tool_call> hello world"] * 4
+    return posttrain_chatml_tokenizer(corpus, vocab_size=300)
 
 
 def chatml_model(vocab: int, seed: int = 0) -> Any:

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from posttrain.envs.base import EpisodeLimits, Message, Policy, ToolEnv, run_policy
+from posttrain.envs.base import EpisodeLimits, Message, Policy, ToolEnv, retrying_policy, run_policy
 from posttrain.envs.tools import Tool, ToolSet, ToolsPrompt
 from posttrain.types import Score, Task
 from posttrain.verify.tool_calls import content_without_calls, format_tool_call
@@ -200,19 +200,7 @@ def plan_turns(gold: dict[str, Any]) -> list[str]:
 
 def gold_policy(gold: dict[str, Any]) -> Policy:
     """The reference policy: the plan's messages in order, repeating a call that failed transiently."""
-    steps, position = plan_turns(gold), 0
-
-    def policy(transcript: list[Message]) -> str | None:
-        nonlocal position
-        last = transcript[-1]
-        if last["role"] == "tool" and TRANSIENT in last["content"] and position > 0:
-            return steps[position - 1]
-        if position == len(steps):
-            return None
-        position += 1
-        return steps[position - 1]
-
-    return policy
+    return retrying_policy(plan_turns(gold), TRANSIENT)
 
 
 def gold_turns(env: ToolEnv, task: Task) -> list[str]:
