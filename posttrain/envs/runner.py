@@ -23,7 +23,6 @@ trained on). Not here: grouping into GRPO groups and training (`posttrain.train.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -64,8 +63,6 @@ class TurnRecord:
     finish_reason: str
     start: int
     """Position of the turn's first sampled token in the trajectory."""
-    tool_s: float = 0.0
-    """Seconds the environment took to answer the turn."""
 
 
 @dataclass
@@ -77,10 +74,6 @@ class EpisodeResult:
     messages: list[Message]
     turns: list[TurnRecord] = field(default_factory=list)
     attempts: int = 1
-
-    @property
-    def end_reason(self) -> str | None:
-        return self.score.details.get("end_reason")
 
 
 class _Episode:
@@ -187,9 +180,7 @@ class EpisodeRunner:
             episode.last_prompt = start + len(sample.token_ids)
             episode.add_policy(sample)
             last_text = clean_text(self.renderer.decode(sample.token_ids))
-            t0 = time.perf_counter()
             result = await call(env.step, last_text)
-            record.tool_s = time.perf_counter() - t0
             messages += [{"role": "assistant", "content": last_text}, *[dict(m) for m in result.messages]]
             if result.done:
                 break
@@ -199,11 +190,10 @@ class EpisodeRunner:
                 break
             episode.add_context(delta)
         score: Score = await call(env.grade)
-        return EpisodeResult(self._trajectory(job, episode, last_text, version, score), score, messages,
+        return EpisodeResult(self._trajectory(job, episode, last_text, version), score, messages,
                              episode.turns, attempts)  # fmt: skip
 
-    def _trajectory(self, job: EpisodeJob, episode: _Episode, response: str, version: int,
-                    score: Score | None = None) -> Trajectory:  # fmt: skip
+    def _trajectory(self, job: EpisodeJob, episode: _Episode, response: str, version: int) -> Trajectory:
         turns = [{"start": t.start, "generated": t.generated, "prompt_tokens": t.prompt_tokens,
                   "new_prompt_tokens": t.new_prompt_tokens, "finish_reason": t.finish_reason}
                  for t in episode.turns]  # fmt: skip

@@ -67,13 +67,11 @@ class Grader:
     def grade_turns(self, items: Sequence[tuple[Task, Sequence[str]]]) -> list[Score]:
         """One Score per (task, assistant messages): an episode for agent domains; for any other domain
         the messages joined by newlines are graded as one response."""
-        out = []
-        for task, turns in items:
-            if isinstance(self.lookup(task.domain_id), EnvironmentConfig) and self.episodes is not None:
-                out.append(self._episode(task, turns))
-            else:
-                out.extend(self.grade([(task, "\n".join(turns))]))
-        return out
+        episodic = [isinstance(self.lookup(t.domain_id), EnvironmentConfig) and self.episodes is not None
+                    for t, _ in items]  # fmt: skip
+        joined = iter(self.grade([(t, "\n".join(turns)) for (t, turns), e in zip(items, episodic, strict=True)
+                                  if not e]))  # fmt: skip
+        return [self._episode(t, turns) if e else next(joined) for (t, turns), e in zip(items, episodic, strict=True)]
 
     def _episode(self, task: Task, turns: Sequence[str]) -> Score:
         assert self.episodes is not None
