@@ -24,7 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     "types": set(),
     "config": {"errors"},
     "plugins": {"errors", "config"},
-    "verify": BASE,
+    "verify": BASE | {"sandbox"},
     "sandbox": BASE,
     "algo": BASE,
     "curriculum": BASE,

@@ -14,21 +14,18 @@ the sandbox wrote (only JSON crosses back). Not here: the tool schemas or the gr
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import json
-import threading
-from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol
 
 from posttrain.sandbox import Sandbox, SandboxSpec
+from posttrain.sandbox.background import run_blocking
 from posttrain.tasks.families import bfcl_runner
 from posttrain.tasks.families.bfcl_runner import CLASS_MODULES, ERROR_PREFIX
 
 Isolation = Literal["sandbox", "process"]
 RUNNER = "bfcl_runner.py"
-_T = TypeVar("_T")
 
 
 class ApiSession(Protocol):
@@ -57,21 +54,6 @@ class ProcessApis:
 
     def close(self) -> None:
         pass
-
-
-class _Loop:
-    """One event loop in a daemon thread: the sandboxes of synchronous environments live on it."""
-
-    _lock = threading.Lock()
-    _loop: asyncio.AbstractEventLoop | None = None
-
-    @classmethod
-    def run(cls, coro: Coroutine[Any, Any, _T], timeout_s: float) -> _T:
-        with cls._lock:
-            if cls._loop is None:
-                cls._loop = asyncio.new_event_loop()
-                threading.Thread(target=cls._loop.run_forever, name="bfcl-sandbox-loop", daemon=True).start()
-        return asyncio.run_coroutine_threadsafe(coro, cls._loop).result(timeout_s)
 
 
 def _source_dir() -> Path:
@@ -112,7 +94,7 @@ class SandboxApis:
         base = spec or SandboxSpec(timeout_s=20.0, memory_mb=512, disk_mb=64)
         self.spec = base.model_copy(update={"files": sandbox_files(classes)})
         self.timeout_s = self.spec.timeout_s + 30.0
-        self.sandbox: Sandbox | None = _Loop.run(_create(self.spec), self.timeout_s)
+        self.sandbox: Sandbox | None = run_blocking(_create(self.spec), self.timeout_s)
         ok, reply = self._request({"op": "init", "classes": classes, "config": config, "long_context": long_context})
         if not ok:
             self.close()
@@ -122,7 +104,7 @@ class SandboxApis:
         if self.sandbox is None:
             return False, {"result": f"{ERROR_PREFIX}the API sandbox is closed"}
         payload = json.dumps(request).encode()
-        result = _Loop.run(self.sandbox.exec(["python3", RUNNER], payload), self.timeout_s)
+        result = run_blocking(self.sandbox.exec(["python3", RUNNER], payload), self.timeout_s)
         if not result.ok:
             detail = result.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [result.status]
             return False, {"result": f"{ERROR_PREFIX}{result.status}: {detail[0][:300]}"}
@@ -145,7 +127,7 @@ class SandboxApis:
     def close(self) -> None:
         sandbox, self.sandbox = self.sandbox, None
         if sandbox is not None:
-            _Loop.run(sandbox.close(), self.timeout_s)
+            run_blocking(sandbox.close(), self.timeout_s)
 
 
 async def _create(spec: SandboxSpec) -> Sandbox:
