@@ -94,6 +94,18 @@ class BfclAstConfig(_VerifierConfig):
     """Exactly one call, the expected calls in any order, or no call (irrelevance)."""
 
 
+class CodeTestsConfig(_VerifierConfig):
+    kind: Literal["code_tests"] = "code_tests"
+    """A program from the response run against the task's unit tests in the sandbox
+    (`posttrain.verify.code`); `Task.gold` holds the tests (see that module for the shape)."""
+    timeout_s: float = Field(10.0, gt=0, le=600)
+    """Wall-clock budget for one response's whole test run."""
+    memory_mb: int = Field(256, ge=16, le=16384)
+    """Memory for the program under test."""
+    partial_credit: bool = False
+    """Reward the fraction of tests passed; when False the reward is 1.0 only when every test passes."""
+
+
 class EnvironmentConfig(_VerifierConfig):
     kind: Literal["environment"] = "environment"
     """Graded by the domain's environment (agent domains): the response, or a list of turns, is fed to
@@ -114,6 +126,6 @@ class PluginVerifierConfig(PluginConfig, _VerifierConfig):
 
 VerifierConfig = Annotated[
     ExactConfig | NormalizedConfig | NumericConfig | MathConfig | ReasoningGymConfig | BfclAstConfig
-    | EnvironmentConfig | PluginVerifierConfig,
+    | CodeTestsConfig | EnvironmentConfig | PluginVerifierConfig,
     Field(discriminator="kind"),
 ]
