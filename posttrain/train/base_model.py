@@ -13,6 +13,7 @@ Not here: any real LLM (see `posttrain.train.models`).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import random
@@ -267,9 +268,15 @@ def ensure_tiny_base(config: TinyBaseConfig, domains: Any, log: Callable[[str], 
     if (out_dir / "build.json").is_file():
         log(f"using cached tiny base model {out_dir}")
         return out_dir
-    log(f"building the tiny base model for {len(domain_ids)} domains -> {out_dir}")
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    return build_tiny_base(config, pool, domain_ids, _greedy_pass_rate(pool, domain_ids, config), out_dir, log)
+    # Runs started together (seeds of `bench learning`) build the same base once: the others wait.
+    with open(out_dir.with_name(out_dir.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (out_dir / "build.json").is_file():
+            log(f"using tiny base model {out_dir}, built by another run meanwhile")
+            return out_dir
+        log(f"building the tiny base model for {len(domain_ids)} domains -> {out_dir}")
+        return build_tiny_base(config, pool, domain_ids, _greedy_pass_rate(pool, domain_ids, config), out_dir, log)
 
 
 def _greedy_pass_rate(pool: TaskPool, domain_ids: Sequence[str], config: TinyBaseConfig) -> EvalFn:

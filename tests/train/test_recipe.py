@@ -80,3 +80,36 @@ def test_two_builds_of_the_base_model_have_identical_weights(tmp_path: Path) -> 
     assert hashes[0] == hashes[1]
     assert hashes[0][0] == hashes[0][1]  # the recorded hash is the saved weights'
     assert torch.get_num_threads() == 1  # the caller's setting is restored
+
+
+def test_runs_started_together_build_the_base_model_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+    import time
+
+    from posttrain.tasks.registry import DomainsConfig
+    from posttrain.train import base_model
+    from posttrain.train.config import TinyBaseConfig
+
+    builds: list[Path] = []
+
+    def slow_build(config, pool, ids, eval_fn, out_dir: Path, log) -> Path:  # type: ignore[no-untyped-def]
+        builds.append(out_dir)
+        time.sleep(0.3)  # the second run asks while the first is still building
+        out_dir.mkdir(parents=True)
+        (out_dir / "build.json").write_text("{}")
+        return out_dir
+
+    monkeypatch.setenv("POSTTRAIN_CACHE", str(tmp_path))
+    monkeypatch.setattr(base_model, "build_tiny_base", slow_build)
+    domains = DomainsConfig.model_validate(
+        {"domains": [{"family": {"kind": "arithmetic", "ops": ["add"], "levels": ["easy"]}}]}
+    )
+    results: list[Path] = []
+    runs = [threading.Thread(target=lambda: results.append(base_model.ensure_tiny_base(TinyBaseConfig(), domains,
+                                                                                       log=lambda _: None)))
+            for _ in range(2)]
+    for run in runs:
+        run.start()
+    for run in runs:
+        run.join()
+    assert len(builds) == 1 and results == [builds[0], builds[0]]
