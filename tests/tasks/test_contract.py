@@ -6,7 +6,6 @@ deterministic under a seed, and no task content lands in both splits over 10,000
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import random
 import typing
@@ -26,6 +25,7 @@ from posttrain.tasks.families.tool_use import ToolUseConfig
 from posttrain.tasks.pool import TaskPool
 from posttrain.tasks.registry import DomainEntry, DomainRegistry, FamilyConfig, PluginFamilyConfig
 from posttrain.tasks.validate import validate_domain
+from tests.fakes.code_exec import NEEDS_CODE_VERIFIER
 
 JSONL_PATH = Path(__file__).parent / "data" / "tiny_gsm8k.jsonl"
 
@@ -54,14 +54,7 @@ def pool_for(kind: str) -> TaskPool:
     return TaskPool(DomainRegistry([DomainEntry(family=FAMILIES[kind])]), seed=3)  # type: ignore[arg-type]
 
 
-NEEDS_CODE_VERIFIER = pytest.mark.skipif(
-    importlib.util.find_spec("posttrain.verify.code") is None,
-    reason="the code_tests verifier (posttrain/verify/code.py) is not in this tree",
-)
-"""Code domains are graded by running programs; until that verifier exists their gold is checked by
-tests/tasks/test_code_families.py with plain exec."""
-
-
+# Until the code verifier is in the tree, code gold is checked with plain exec (test_code_families.py).
 @pytest.mark.parametrize("kind", [pytest.param(k, marks=NEEDS_CODE_VERIFIER) if k == "code" else k for k in sorted(FAMILIES)])
 def test_gold_one_empty_and_garbage_zero(kind: str) -> None:
     pool = pool_for(kind)
