@@ -2,7 +2,7 @@
 
 Easy is one arithmetic operation with a constant; medium two steps or a comparison (Python's `%` and
 `//` on negative numbers included); hard needs a branch or digits. Inputs grow with the level; 0, 1 and
--1 are tested whenever the spec covers them.
+-1 are always tested.
 """
 
 from __future__ import annotations

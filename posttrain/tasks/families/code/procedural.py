@@ -5,7 +5,7 @@ reference implementation in Python that computes every expected value (so a wron
 reference shows up as a gold answer that fails its own tests). A `CodeFamilySpec` groups ops by level
 with one argument type and its inputs. A task draws an op of its level, its constants and its inputs
 from the task's RNG; its prompt is short (name, signature, spec, one or two examples: the tiny model has
-512-1024 positions), its tests are at least `MIN_ASSERTS` asserts including the family's edge inputs.
+512-1024 positions), its tests are at least `MIN_ASSERTS` asserts, the family's edge inputs first.
 
 Guarantees: deterministic in the RNG; every expected value comes from the reference; test inputs are
 distinct. Not here: which ops exist (`integers.py`, `strings.py`, `lists.py`) or running code.
@@ -49,8 +49,6 @@ class Op:
     """The return type annotation."""
     params: DrawParams = lambda _rng: {}
     """Draws the constants."""
-    valid: Callable[[Params, Any], bool] = lambda _p, _x: True
-    """Which inputs the spec covers (e.g. non-negative ints only)."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +64,7 @@ class CodeFamilySpec:
     levels: dict[str, Sequence[Op]]
     """The ops of each level."""
     edge_inputs: Sequence[Any]
-    """Inputs every task is tested on when its op covers them (empty, zero, negative, ...)."""
+    """Inputs every task is tested on (empty, zero, negative, ...)."""
     random_input: Callable[[random.Random, str], Any]
     """Draws one input for a level."""
 
@@ -87,7 +85,7 @@ def generate(spec: CodeFamilySpec, level: str, rng: random.Random) -> CodeTask:
     op = rng.choice(list(spec.levels[level]))
     params = op.params(rng)
     name = rng.choice(NAMES)
-    inputs = _inputs(spec, op, params, level, rng)
+    inputs = _inputs(spec, level, rng)
     results = [(repr(x), op.ref(params, x)) for x in inputs]
     examples = results[-_MAX_EXAMPLES:]  # random inputs come after the edge ones
     signature = f"{name}({spec.arg}: {spec.arg_type}) -> {op.returns}"
@@ -101,18 +99,14 @@ def generate(spec: CodeFamilySpec, level: str, rng: random.Random) -> CodeTask:
     return CodeTask(prompt=prompt, gold=gold, answer=fenced(code), calls=results)
 
 
-def _edges(spec: CodeFamilySpec, op: Op, params: Params) -> list[Any]:
-    return [x for x in spec.edge_inputs if op.valid(params, x)]
-
-
-def _inputs(spec: CodeFamilySpec, op: Op, params: Params, level: str, rng: random.Random) -> list[Any]:
-    """The edge inputs the op covers, then random distinct ones up to `MIN_ASSERTS` (at least two)."""
-    inputs = _edges(spec, op, params)
+def _inputs(spec: CodeFamilySpec, level: str, rng: random.Random) -> list[Any]:
+    """The edge inputs, then random distinct ones up to `MIN_ASSERTS` (at least two: the examples)."""
+    inputs = list(spec.edge_inputs)
     wanted = max(MIN_ASSERTS, len(inputs) + _MAX_EXAMPLES)
     for _ in range(50 * wanted):
         if len(inputs) >= wanted:
             break
         x = spec.random_input(rng, level)
-        if op.valid(params, x) and x not in inputs:
+        if x not in inputs:
             inputs.append(x)
     return inputs
