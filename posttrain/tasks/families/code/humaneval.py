@@ -8,7 +8,7 @@ or the whole function; `Task.answer` is the whole function (prompt + canonical s
 block. HumanEval's own harness runs program and tests as one script, and four tests rely on it: three
 call helpers the prompt defines (`poly`, `encode_cyclic`, `encode_shift`), one calls the function by name. The
 gold's tests run apart from the program, so `setup` is the prompt without the entry point's definition
-(its imports and helpers), and a test naming the entry point gets it bound to the candidate first.
+(its imports and helpers), and a test naming the entry point binds that name to the candidate first.
 Not here: running the tests (`posttrain.verify.code`).
 """
 
@@ -72,9 +72,19 @@ def prompt_setup(code_prompt: str, entry_point: str) -> str:
 
 
 def _bind_entry_point(test: str, entry_point: str) -> str:
-    """`test`, whose `check` first binds the entry point's name to the candidate when the test uses that name
-    (HumanEval/33 compares the candidate with `sort_third(...)`)."""
+    """`test` with `<entry_point> = candidate` as the first statement of `check` when the test calls the
+    function by name (HumanEval/33 compares the candidate with `sort_third(...)`)."""
     if not re.search(rf"\b{re.escape(entry_point)}\b", test):
         return test
-    return (f"{test.rstrip()}\n\n\n_dataset_check = check\n\n\ndef check(candidate):\n"
-            f"    globals()[{entry_point!r}] = candidate\n    _dataset_check(candidate)\n")
+    try:
+        tree = ast.parse(test)
+    except SyntaxError as exc:
+        raise ValueError(f"test does not parse: {exc.msg} (line {exc.lineno})") from None
+    checks = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "check"]
+    if not checks or not checks[-1].args.args or checks[-1].body[0].lineno == checks[-1].lineno:
+        raise ValueError("test has no multi-line check(candidate)")
+    check, lines = checks[-1], test.splitlines(keepends=True)
+    first = check.body[0]
+    indent = lines[first.lineno - 1][: first.col_offset]
+    binding = f"{indent}{entry_point} = {check.args.args[0].arg}\n"
+    return "".join([*lines[: first.lineno - 1], binding, *lines[first.lineno - 1 :]])
