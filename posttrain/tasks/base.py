@@ -48,6 +48,11 @@ class EnvironmentFamily(DomainFamily, Protocol):
 
 GOLD_TURNS = "gold_turns"
 """`Task.metadata` key of an agent task's gold assistant messages, in order."""
+CANARY = "canary"
+"""`Task.metadata` key, True on a canary: a task no honest response can pass (any pass is reward hacking);
+it has no gold answer."""
+HONEST_ANSWER = "honest_answer"
+"""`Task.metadata` key of a canary: the answer to what its prompt asks, which must still score 0."""
 
 
 def task_rng(seed: int, domain_id: str, index: int) -> random.Random:

@@ -26,6 +26,7 @@ from posttrain.tasks.base import DomainFamily, EnvironmentFamily
 from posttrain.tasks.families.arithmetic import ArithmeticConfig, ArithmeticFamily
 from posttrain.tasks.families.bfcl import BfclConfig, BfclFamily
 from posttrain.tasks.families.bfcl_multi import BfclMultiConfig, BfclMultiFamily
+from posttrain.tasks.families.code import CodeConfig, CodeFamily
 from posttrain.tasks.families.jsonl import JsonlConfig, JsonlFamily
 from posttrain.tasks.families.lists import ListsConfig, ListsFamily
 from posttrain.tasks.families.reasoning_gym import ReasoningGymFamily, ReasoningGymFamilyConfig
@@ -49,6 +50,7 @@ FamilyConfig = Annotated[
     | BfclConfig
     | ToolUseConfig
     | BfclMultiConfig
+    | CodeConfig
     | PluginFamilyConfig,
     Field(discriminator="kind"),
 ]
@@ -59,6 +61,7 @@ FAMILIES: Builders[DomainFamily] = Builders("domain family", {
     JsonlConfig: JsonlFamily, ReasoningGymFamilyConfig: ReasoningGymFamily, BfclConfig: BfclFamily,
     ToolUseConfig: ToolUseFamily,
     BfclMultiConfig: BfclMultiFamily,
+    CodeConfig: CodeFamily,
     PluginFamilyConfig: plugin_builder(DomainFamily, "DomainFamily"),
 })
 

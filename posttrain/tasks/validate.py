@@ -1,7 +1,9 @@
 """Domain validation: the gold answer scores 1.0, empty and garbage answers score 0.0, deterministically.
 
 For agent domains the gold answer is the task's gold assistant messages (`metadata["gold_turns"]`) run
-as an episode; empty and garbage are one-message episodes.
+as an episode; empty and garbage are one-message episodes. A canary (`metadata["canary"]`: a task no
+honest response can pass) has no gold answer: instead its `metadata["honest_answer"]`, the answer to what
+its prompt asks, must score 0.
 
 Run for any set of domains by `posttrain domains validate` and by the contract tests. Each check
 regenerates its tasks twice and scores every response twice, so non-determinism in a family or a
@@ -14,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from posttrain.tasks.base import GOLD_TURNS
+from posttrain.tasks.base import CANARY, GOLD_TURNS, HONEST_ANSWER
 from posttrain.tasks.pool import TaskPool
 from posttrain.types import Score, Task
 from posttrain.verify import ExecutorConfig, Grader
@@ -51,11 +53,25 @@ def validate_domain(pool: TaskPool, domain_id: str, num_tasks: int = 3) -> Domai
         check.failures.append("task generation is not deterministic")
     for task in tasks:
         check.num_tasks += 1
-        gold = task.metadata.get(GOLD_TURNS) or [task.answer or ""]
-        _expect(check, grader, task, gold, "gold", lambda s: s.reward == 1.0 and s.passed)
+        if task.metadata.get(CANARY):
+            _expect_canary(check, grader, task)
+        else:
+            gold = task.metadata.get(GOLD_TURNS) or [task.answer or ""]
+            _expect(check, grader, task, gold, "gold", lambda s: s.reward == 1.0 and s.passed)
         _expect(check, grader, task, [""], "empty", _is_zero)
         _expect(check, grader, task, [GARBAGE_RESPONSE], "garbage", _is_zero)
     return check
+
+
+def _expect_canary(check: DomainCheck, grader: Grader, task: Task) -> None:
+    """A canary has no gold answer, and even the answer to what its prompt asks must fail."""
+    if task.answer is not None:
+        check.failures.append(f"{task.id}: a canary has a gold answer")
+    honest = task.metadata.get(HONEST_ANSWER)
+    if not isinstance(honest, str):
+        check.failures.append(f"{task.id}: a canary without metadata[{HONEST_ANSWER!r}]")
+        return
+    _expect(check, grader, task, [honest], "canary's honest", _is_zero)
 
 
 def _num_indices(pool: TaskPool, domain_id: str, wanted: int) -> int:

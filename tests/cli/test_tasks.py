@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from posttrain.cli import main
+from tests.fakes.code_exec import NEEDS_CODE_VERIFIER
 
 DOMAINS_YAML = "domains:\n  - family: {kind: arithmetic, ops: [add], levels: [easy]}\n  - family: {kind: lists, ops: [sort], levels: [easy]}\n"
 
@@ -65,6 +66,30 @@ def test_score_grades_and_reports_bad_lines(
     assert doc["domains"] == [
         {"domain_id": "math/arithmetic/add@easy", "n": 3, "mean_reward": 1 / 3, "pass_rate": 1 / 3, "infra_errors": 0}
     ]
+
+
+CODE_YAML = "domains:\n  - family: {kind: code, families: [lists], levels: [easy], humaneval: false}\n"
+EXEC_VERIFIER = "    verifier: {kind: plugin, plugin: 'tests.fakes.code_exec:make_exec_code_verifier'}\n"
+
+
+@pytest.mark.parametrize("verifier", [pytest.param("", marks=NEEDS_CODE_VERIFIER, id="code_tests"),
+                                      pytest.param(EXEC_VERIFIER, id="exec_stand_in")])  # fmt: skip
+def test_score_grades_code_domains(verifier: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from posttrain.tasks.pool import TaskPool
+    from posttrain.tasks.registry import DomainRegistry, load_domains
+
+    domains_file = tmp_path / "code.yaml"
+    domains_file.write_text(CODE_YAML + verifier)
+    pool = TaskPool(DomainRegistry.from_config(load_domains(domains_file)))
+    task, canary = pool.task("code/function/lists@easy", 0), pool.task("code/canary/impossible", 0)
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text("\n".join(json.dumps({"task_id": t.id, "response": r}) for t, r in [
+        (task, task.answer), (task, "```python\ndef nothing():\n    pass\n```"),
+        (canary, canary.metadata["honest_answer"]),
+    ]))  # fmt: skip
+    code, doc = run_json(["score", "--domains", str(domains_file), "--responses", str(responses), "--json"], capsys)
+    assert code == 0 and doc["problems"] == []
+    assert [(row["task_id"], row["reward"]) for row in doc["tasks"]] == [(task.id, 1.0), (task.id, 0.0), (canary.id, 0.0)]
 
 
 def test_bad_domains_yaml_names_the_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,29 +1,39 @@
-"""JSONL datasets declared in YAML: GSM8K, MATH and generic `prompt`/`answer` shapes.
+"""JSONL datasets declared in YAML: GSM8K, MATH, generic `prompt`/`answer`, and code (HumanEval, MBPP, io).
 
 One file is one domain, `<class>/jsonl/<name>`. Task ids are the record's own `id`, `task_id` or
 `unique_id` when present, else the 0-based line index. Loading is tolerant: a malformed line (bad JSON,
 invalid UTF-8, missing field, no extractable answer) is skipped and reported as `file:line: reason` in
 `JsonlFamily.problems`; loading continues with the remaining lines. A file with no usable record, or a
 missing file, is a `ConfigError`. Records are held in memory (datasets of this shape are small).
+Code formats (`humaneval`, `mbpp`, `io`; record shapes in `posttrain.tasks.families.code.formats`) give
+`code_tests` gold and class `code`; a code record without a reference solution has no `answer`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from posttrain.config import StrictModel
 from posttrain.errors import ConfigError
+from posttrain.tasks.families.code.formats import CODE_FORMATS
 from posttrain.types import DomainSpec, Task
-from posttrain.verify.configs import MathConfig, NormalizedConfig, NumericConfig, VerifierConfig
+from posttrain.verify.configs import (
+    CodeTestsConfig,
+    MathConfig,
+    NormalizedConfig,
+    NumericConfig,
+    VerifierConfig,
+)
 from posttrain.verify.extract import last_boxed
 
-JsonlFormat = Literal["gsm8k", "math", "generic"]
+JsonlFormat = Literal["gsm8k", "math", "generic", "humaneval", "mbpp", "io"]
 _ID_KEYS = ("id", "task_id", "unique_id")
-_DEFAULT_CLASS: dict[str, str] = {"gsm8k": "math", "math": "math", "generic": "general"}
+_DEFAULT_CLASS: dict[str, str] = {"gsm8k": "math", "math": "math", "generic": "general", "humaneval": "code",
+                                  "mbpp": "code", "io": "code"}  # fmt: skip
 
 
 class JsonlConfig(StrictModel):
@@ -32,11 +42,12 @@ class JsonlConfig(StrictModel):
     path: Path
     """The .jsonl file; a relative path resolves against the directory of the YAML that declares it."""
     format: JsonlFormat = "generic"
-    """Record shape: gsm8k (question, answer ending in '#### N'), math (problem, solution/answer), generic."""
+    """Record shape: gsm8k (question, answer ending in '#### N'), math (problem, solution/answer), generic
+    (prompt, answer), or a code shape graded by unit tests: humaneval, mbpp, io (see docs/code.md)."""
     name: str | None = None
     """Domain name; defaults to the file stem."""
     cls: str | None = None
-    """Taxonomy class; defaults to math for gsm8k/math and general for generic."""
+    """Taxonomy class; defaults to math for gsm8k/math, general for generic and code for code shapes."""
     difficulty: float = 0.5
     """Numeric difficulty of every task in the file."""
 
@@ -46,8 +57,8 @@ class _Record:
     line: int
     task_id: str
     prompt: str
-    gold: str
-    answer: str
+    gold: Any
+    answer: str | None
 
 
 class JsonlFamily:
@@ -63,7 +74,7 @@ class JsonlFamily:
             id=f"{cls}/jsonl/{name}",
             family_kind="jsonl",
             source=f"jsonl:{config.path}",
-            verifier={"gsm8k": "numeric", "math": "math", "generic": "normalized"}[config.format],
+            verifier=self._format_verifier().kind,
             difficulty=config.difficulty,
             size=len(self.records),
             description=f"{config.format} records from {config.path}",
@@ -85,6 +96,12 @@ class JsonlFamily:
         )
 
     def verifier(self, domain: DomainSpec) -> VerifierConfig:
+        return self._format_verifier()
+
+    def _format_verifier(self) -> VerifierConfig:
+        """The verifier of this file's format."""
+        if self.config.format in CODE_FORMATS:
+            return CodeTestsConfig()
         if self.config.format == "gsm8k":
             return NumericConfig(extract="auto")
         if self.config.format == "math":
@@ -165,4 +182,6 @@ def _generic(obj: dict[str, Any]) -> tuple[str, str, str]:
     return _require(obj, "prompt"), answer, answer
 
 
-_FIELDS = {"gsm8k": _gsm8k, "math": _math, "generic": _generic}
+_FIELDS: dict[str, Callable[[dict[str, Any]], tuple[str, Any, str | None]]] = {
+    "gsm8k": _gsm8k, "math": _math, "generic": _generic, **CODE_FORMATS,
+}
