@@ -91,8 +91,10 @@ def in_dir(workdir: str, command: str) -> list[str]:
     return ["bash", "-c", f"cd {shlex.quote(workdir)} && {command}"]
 
 
-async def must(sb: Sandbox, argv: list[str], what: str, stdin: bytes = b"", **kw: object) -> ExecResult:
-    result = await sb.exec(argv, stdin, **kw)  # type: ignore[arg-type]
+async def must(
+    sb: Sandbox, argv: list[str], what: str, stdin: bytes = b"", env: dict[str, str] | None = None
+) -> ExecResult:
+    result = await sb.exec(argv, stdin, env=env)
     if not result.ok or result.exit_code != 0:
         tail = (result.stdout + result.stderr).decode(errors="replace")[-800:]
         raise RuntimeError(f"{what} failed ({result.status}, exit {result.exit_code}): {tail}")
