@@ -1,0 +1,2 @@
+#!/bin/bash
+gcc -O2 -o greet greet.c

@@ -1,0 +1,2 @@
+#!/bin/bash
+jq -r '.[] | select(.active == true) | .email' users.json > active.txt

@@ -1,0 +1,3 @@
+#!/bin/bash
+python3 -m venv .venv
+.venv/bin/pip install -q --no-index --find-links wheels reportcli

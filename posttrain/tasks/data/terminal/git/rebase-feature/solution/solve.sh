@@ -1,0 +1,3 @@
+#!/bin/bash
+cd repo
+git rebase -q main feature

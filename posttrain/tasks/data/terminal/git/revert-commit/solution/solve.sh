@@ -1,0 +1,3 @@
+#!/bin/bash
+cd repo
+git revert --no-edit "$(git log --format=%H --grep='^Break config parsing$')"
