@@ -31,6 +31,7 @@ from posttrain.tasks.families.lists import ListsConfig, ListsFamily
 from posttrain.tasks.families.reasoning_gym import ReasoningGymFamily, ReasoningGymFamilyConfig
 from posttrain.tasks.families.strings import StringsConfig, StringsFamily
 from posttrain.tasks.families.tool_use import ToolUseConfig, ToolUseFamily
+from posttrain.tasks.terminal.family import TerminalConfig, TerminalFamily
 from posttrain.types import DomainSpec, Score, Task
 from posttrain.verify import ExecutorConfig, Grader
 from posttrain.verify.configs import VerifierConfig
@@ -49,6 +50,7 @@ FamilyConfig = Annotated[
     | BfclConfig
     | ToolUseConfig
     | BfclMultiConfig
+    | TerminalConfig
     | PluginFamilyConfig,
     Field(discriminator="kind"),
 ]
@@ -59,6 +61,7 @@ FAMILIES: Builders[DomainFamily] = Builders("domain family", {
     JsonlConfig: JsonlFamily, ReasoningGymFamilyConfig: ReasoningGymFamily, BfclConfig: BfclFamily,
     ToolUseConfig: ToolUseFamily,
     BfclMultiConfig: BfclMultiFamily,
+    TerminalConfig: TerminalFamily,
     PluginFamilyConfig: plugin_builder(DomainFamily, "DomainFamily"),
 })
 
@@ -227,4 +230,7 @@ def _resolve_entry(entry: DomainEntry, base: Path) -> DomainEntry:
     if isinstance(family, JsonlConfig) and not family.path.is_absolute():
         family = family.model_copy(update={"path": base / family.path})
         return entry.model_copy(update={"family": family})
+    if isinstance(family, TerminalConfig):
+        sources = [s.model_copy(update={"path": base / s.path}) for s in family.sources]
+        return entry.model_copy(update={"family": family.model_copy(update={"sources": sources})})
     return entry
