@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import threading
 from pathlib import Path
@@ -224,3 +225,43 @@ def test_the_command_budget_and_a_timeout_end_the_episode(tmp_path: Path) -> Non
     )  # type: ignore[arg-type]
     assert "timed out" in transcript[3]["content"] and score.details["end_reason"] == "time_budget"
     assert score.passed  # the package's test is `true`: the budget ends the episode, grading still runs
+
+
+def test_background_processes_do_not_outlive_their_command_or_episode() -> None:
+    reg = registry()
+    task = task_of(reg, SUM_YAML)
+    turns = [bash("(sleep 30 > /dev/null &) ; echo started"), bash("ps -e -o comm= | grep -c sleep || true")]
+    transcript, _ = run_scripted(reg.environment(task.domain_id), task, turns)  # type: ignore[arg-type]
+    assert transcript[5]["content"].startswith("0\n")
+
+
+def test_agentbench_entries_convert_and_only_validating_ones_are_kept(tmp_path: Path) -> None:
+    from posttrain.tasks.terminal.agentbench import convert
+
+    data = tmp_path / "data"
+    (data / "scripts" / "check").mkdir(parents=True)
+    (data / "scripts" / "check" / "integer-match.py").write_text(
+        "import sys\nsys.exit(0 if int(sys.argv[1]) == int(sys.argv[2]) else 1)\n"
+    )
+    entries = [
+        {"id": 0, "description": "How many files are in /home/agent/d?",
+         "create": {"init": {"code": "mkdir -p /home/agent/d && touch /home/agent/d/a /home/agent/d/b"}},
+         "evaluation": {"check": [None, {"language": "python", "file": "check/integer-match.py"}],
+                        "example": {"code": "ls /home/agent/d | wc -l"}}},
+        {"id": 1, "description": "What is 6*7?", "evaluation": {"match": "42"}},
+        {"id": 2, "description": "Make /home/agent/x executable.", "create": {"init": {"code": "touch /home/agent/x"}},
+         "evaluation": {"check": {"code": "test -x /home/agent/x"}, "example": {"code": "chmod +x /home/agent/x"}}},
+        {"id": 3, "description": "Interval?", "start": "python3 -c 'pass' &", "evaluation": {"match": "1"}},
+        {"id": 4, "description": "Add a user.", "create": {"init": {"code": "useradd jack"}},
+         "evaluation": {"check": {"code": "id jack"}, "example": {"code": "true"}}},
+        {"id": 5, "description": "Init file.", "create": {"init": {"file": "init/missing.sh"}},
+         "evaluation": {"match": "1"}},
+    ]  # fmt: skip
+    (data / "agent_bench_os.json").write_text(json.dumps(entries))
+    report = convert(tmp_path / "out", data).as_dict()
+    assert report["packages"] == ["agent-bench-os-0", "agent-bench-os-1", "agent-bench-os-2"]
+    assert report["reasons"] == {"background start process": 1, "init file not in the data": 1,
+                                 "setup does not run here (root, network or missing tools)": 1}  # fmt: skip
+    kept = tmp_path / "out" / "agentbench" / "agent-bench-os-0"
+    assert (kept / "solution" / "answer.txt").read_text() == "2\n"
+    assert "/workspace/d" in (kept / "instruction.md").read_text()

@@ -130,11 +130,13 @@ def _oracle_answer(root: Path) -> str | None:
     return output[0].strip() if len(output) == 2 else None
 
 
-def convert(out_dir: Path) -> ConversionReport:
-    """Convert every entry into `out_dir/agentbench/<name>/`, keeping only those that validate."""
-    data, report = data_dir(), ConversionReport()
+def convert(out_dir: Path, data: Path | None = None) -> ConversionReport:
+    """Convert every entry of `data` (default: the installed data) into `out_dir/agentbench/<name>/`,
+    keeping only those that validate."""
+    data, report = data or data_dir(), ConversionReport()
     for file_name in FILES:
-        for entry in json.loads((data / file_name).read_text()):
+        path = data / file_name
+        for entry in json.loads(path.read_text()) if path.is_file() else []:
             name = f"{file_name.removesuffix('.json').replace('_', '-')}-{entry['id']}"
             root = out_dir / "agentbench" / name
             try:

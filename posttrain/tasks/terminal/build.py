@@ -6,7 +6,7 @@ result, a `TaskSnapshot`, is cached per (package folder, content hash) for the l
 task is built once however many episodes, validations and threads use it. `checkout()` gives an episode
 a sandbox whose workspace is exactly the snapshot: a warm one (a previous episode's fork, `restore`d to
 the snapshot: new overlay upper layer, new `/tmp`, no process left) or a new `Sandbox.fork`; `checkin()`
-restores it and keeps it warm (at most `MAX_WARM` per task).
+restores it and keeps it warm (at most `max_warm` per task).
 
 Guarantees: what an episode writes never reaches another episode (each holds its own fork; a warm fork
 is restored before reuse); a failed build raises `TaskBuildError` naming the file and line, is cached
@@ -33,7 +33,7 @@ from posttrain.sandbox.background import run_blocking
 from posttrain.tasks.terminal.dockerfile import WORKSPACE, BuildPlan, BuildStep, parse_dockerfile
 from posttrain.tasks.terminal.package import TerminalPackage, read_text
 
-MAX_WARM = 4
+DEFAULT_WARM = 8
 """Forks kept per task for the next episodes (each holds a supervisor process and an overlay)."""
 CONTEXT_DIR = "/tmp/.build-context"
 _SETUP_TIMEOUT_S = 60.0
@@ -99,9 +99,9 @@ class TaskSnapshot:
             await sandbox.close()
         return await self.base.fork(self.snapshot)
 
-    async def checkin(self, sandbox: Sandbox) -> None:
-        """Take an episode's sandbox back: restored to the snapshot and kept warm, or closed."""
-        if sandbox.broken or len(self.warm) >= MAX_WARM:
+    async def checkin(self, sandbox: Sandbox, max_warm: int = DEFAULT_WARM) -> None:
+        """Take an episode's sandbox back: restored to the snapshot and kept warm (up to `max_warm`), or closed."""
+        if sandbox.broken or len(self.warm) >= max_warm:
             await sandbox.close()
             return
         try:

@@ -24,8 +24,9 @@ from posttrain.envs.base import EpisodeLimits
 from posttrain.envs.tools import ToolsPrompt
 from posttrain.errors import ConfigError
 from posttrain.tasks.base import GOLD_TURNS
+from posttrain.tasks.terminal.build import DEFAULT_WARM
 from posttrain.tasks.terminal.package import TerminalPackage, find_packages, load_package
-from posttrain.tasks.terminal.shell import TerminalEnv, gold_turns
+from posttrain.tasks.terminal.shell import ShellSettings, TerminalEnv, gold_turns
 from posttrain.types import LEVEL_DIFFICULTY, DomainSpec, Level, Task
 from posttrain.verify.configs import EnvironmentConfig, VerifierConfig
 
@@ -61,6 +62,8 @@ class TerminalConfig(StrictModel):
     """Wall-clock limit of one command (the task's `[agent] timeout_sec` bounds the episode)."""
     tools_prompt: ToolsPrompt = "hermes"
     """How the system prompt lists the bash and submit tools."""
+    warm_forks: int = Field(DEFAULT_WARM, ge=0, le=256)
+    """Restored forks kept per task for the next episodes (at least the group size avoids cold forks)."""
 
 
 class TerminalFamily:
@@ -74,6 +77,9 @@ class TerminalFamily:
         for source in config.sources:
             self._load(source)
         self.limits = EpisodeLimits(max_turns=config.max_turns, max_tool_calls=config.max_commands)
+        self.settings = ShellSettings(
+            config.max_output_chars, config.command_timeout_s, config.tools_prompt, config.warm_forks
+        )
 
     def _load(self, source: TerminalSource) -> None:
         if not source.path.exists():
@@ -121,8 +127,7 @@ class TerminalFamily:
         return EnvironmentConfig()
 
     def environment(self, domain: DomainSpec) -> TerminalEnv:
-        return TerminalEnv(self._package_of, self.limits, self.config.max_output_chars,
-                           self.config.command_timeout_s, self.config.tools_prompt)  # fmt: skip
+        return TerminalEnv(self._package_of, self.limits, self.settings)
 
     def _package_of(self, task: Task) -> TerminalPackage:
         package = self._by_task.get(task.id)

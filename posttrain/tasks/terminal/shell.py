@@ -27,6 +27,7 @@ import re
 import shlex
 import tarfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from posttrain.envs.base import (
@@ -43,7 +44,14 @@ from posttrain.envs.base import (
 from posttrain.envs.tools import ToolsPrompt, clean_text, render_tools
 from posttrain.sandbox import ExecResult, Sandbox
 from posttrain.sandbox.background import run_blocking
-from posttrain.tasks.terminal.build import TaskBuildError, TaskSnapshot, pack_dir, prepare, unpack_command
+from posttrain.tasks.terminal.build import (
+    DEFAULT_WARM,
+    TaskBuildError,
+    TaskSnapshot,
+    pack_dir,
+    prepare,
+    unpack_command,
+)
 from posttrain.tasks.terminal.package import TerminalPackage
 from posttrain.types import Score, Task
 from posttrain.verify.tool_calls import MalformedCall, ToolCall, format_tool_call, parse_tool_calls
@@ -98,32 +106,39 @@ def gold_turns(package: TerminalPackage) -> list[str]:
     return [*turns, format_tool_call("submit", {"answer": answer} if answer else {})]
 
 
+@dataclass(frozen=True)
+class ShellSettings:
+    """How commands run and what the model sees of them."""
+
+    max_output_chars: int = 4000
+    """Characters of one command's output shown (head and tail kept)."""
+    command_timeout_s: float = 30.0
+    """Wall-clock limit of one command (the task's budget bounds the episode)."""
+    tools_prompt: ToolsPrompt = "hermes"
+    """How the system prompt lists the bash and submit tools."""
+    max_warm: int = DEFAULT_WARM
+    """Restored forks kept per task after episodes, for the next ones."""
+
+
 class TerminalEnv:
     """One shell episode at a time; `fresh()` gives another instance for a concurrent one."""
 
     def __init__(self, package_of: Callable[[Task], TerminalPackage], limits: EpisodeLimits = EpisodeLimits(),
-                 max_output_chars: int = 4000, command_timeout_s: float = 30.0,
-                 tools_prompt: ToolsPrompt = "hermes") -> None:  # fmt: skip
-        self.package_of, self.limits = package_of, limits
-        self.max_output_chars, self.command_timeout_s, self.tools_prompt = (
-            max_output_chars,
-            command_timeout_s,
-            tools_prompt,
-        )
+                 settings: ShellSettings = ShellSettings()) -> None:  # fmt: skip
+        self.package_of, self.limits, self.settings = package_of, limits, settings
         self._snap: TaskSnapshot | None = None
         self._sandbox: Sandbox | None = None
         self._task: Task | None = None
         self._build_error = ""
         self._infra = ""
         self._used_s = 0.0
+        self._budget_s = 0.0
         self.answer = ""
         self.commands: list[dict[str, Any]] = []
         self.stats = EpisodeStats()
 
     def fresh(self) -> TerminalEnv:
-        return TerminalEnv(
-            self.package_of, self.limits, self.max_output_chars, self.command_timeout_s, self.tools_prompt
-        )
+        return TerminalEnv(self.package_of, self.limits, self.settings)
 
     def reset(self, task: Task) -> Observation:
         self._release()
@@ -137,7 +152,7 @@ class TerminalEnv:
         except TaskBuildError as exc:
             self._build_error = str(exc)
             self.stats.end_reason = "task_error"
-        system = render_tools(self.tools_prompt, TOOLS, SYSTEM)
+        system = render_tools(self.settings.tools_prompt, TOOLS, SYSTEM)
         messages = [{"role": "system", "content": system}, {"role": "user", "content": package.instruction}]
         self.stats.length = sum(self.limits.length(m["content"]) for m in messages)
         return Observation(messages, TOOLS)
@@ -221,7 +236,7 @@ class TerminalEnv:
     def _run(self, command: str) -> str:
         if len(command) > MAX_COMMAND_CHARS:
             return f"Error: the command is longer than {MAX_COMMAND_CHARS} characters"
-        timeout_s = min(self.command_timeout_s, self._budget_s - self._used_s)
+        timeout_s = min(self.settings.command_timeout_s, self._budget_s - self._used_s)
         result = self._exec(
             ["bash", "-c", wrapper(self._workdir), "bash", command], b"", timeout_s, self._env
         )
@@ -229,7 +244,7 @@ class TerminalEnv:
         self.commands.append(
             {"command": command[:500], "status": result.status, "exit_code": result.exit_code}
         )
-        output = cap_output(result.stdout.decode(errors="replace"), self.max_output_chars)
+        output = cap_output(result.stdout.decode(errors="replace"), self.settings.max_output_chars)
         if result.status == "timeout_wall":
             return f"{output}\n[timed out after {timeout_s:g} s]"
         if result.exit_code is None:
@@ -300,7 +315,7 @@ class TerminalEnv:
     def _release(self) -> None:
         if self._sandbox is not None and self._snap is not None:
             sandbox, self._sandbox = self._sandbox, None
-            run_blocking(self._snap.checkin(sandbox), _HOST_SLACK_S)
+            run_blocking(self._snap.checkin(sandbox, self.settings.max_warm), _HOST_SLACK_S)
 
 
 def tests_archive(package: TerminalPackage, answer: str) -> bytes:
