@@ -23,6 +23,7 @@ from posttrain.tasks.families.strings import StringsConfig
 from posttrain.tasks.families.tool_use import ToolUseConfig
 from posttrain.tasks.pool import TaskPool
 from posttrain.tasks.registry import DomainEntry, DomainRegistry, FamilyConfig, PluginFamilyConfig
+from posttrain.tasks.terminal.family import TerminalConfig, TerminalSource
 from posttrain.tasks.validate import validate_domain
 
 JSONL_PATH = Path(__file__).parent / "data" / "tiny_gsm8k.jsonl"
@@ -37,6 +38,7 @@ FAMILIES: dict[str, object] = {
     "bfcl": BfclConfig(categories=["simple_python", "parallel_multiple", "live_multiple"]),
     "tools": ToolUseConfig(),
     "bfcl_multi": BfclMultiConfig(isolation="process"),
+    "terminal": TerminalConfig(sources=[TerminalSource(path=Path(__file__).parent / "data" / "terminal")]),
     "plugin": PluginFamilyConfig(plugin="tests.fakes.families:make_echo", params={"alphabet": "xyz"}),
 }
 
