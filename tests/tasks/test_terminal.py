@@ -148,8 +148,8 @@ def test_cd_and_export_persist_between_commands_and_output_is_truncated() -> Non
     turns = [bash("cd out && export WHO=world"), bash("pwd; echo $WHO $GREETING"), bash("seq 1 5000")]
     transcript, score = run_scripted(env, task, turns)
     outputs = [m["content"] for m in transcript if m["role"] == "tool"]
-    assert outputs[1] == "/workspace/out\nworld hello\n\n[exit code 0]"
-    assert "characters omitted" in outputs[2] and outputs[2].endswith("5000\n\n[exit code 0]")
+    assert outputs[0] == "[exit code 0]" and outputs[1] == "/workspace/out\nworld hello\n[exit code 0]"
+    assert "characters omitted" in outputs[2] and outputs[2].endswith("5000\n[exit code 0]")
     assert score.reward == 0.0 and [c["exit_code"] for c in score.details["commands"]] == [0, 0, 0]
 
 

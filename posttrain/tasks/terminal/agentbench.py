@@ -16,18 +16,18 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shlex
 import shutil
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from posttrain.envs.base import run_scripted
+from posttrain.errors import ConfigError
+from posttrain.sandbox.background import run_blocking
+from posttrain.tasks.terminal.build import TaskBuildError, TaskSnapshot, prepare
 from posttrain.tasks.terminal.package import load_package
-from posttrain.tasks.terminal.shell import TerminalEnv
 from posttrain.tasks.terminal.validate import check_package
-from posttrain.types import Task
-from posttrain.verify.tool_calls import format_tool_call
 
 FILES = ("agent_bench_os.json", "agent_bench_os_test.json")
 TOML = '[metadata]\ndifficulty = "{level}"\ncategory = "agentbench"\ntags = {tags}\nsource = "{source}"\n\n' \
@@ -119,15 +119,21 @@ def _write(root: Path, files: dict[str, str], entry: dict[str, Any], source: str
 
 def _oracle_answer(root: Path) -> str | None:
     """The example's output on the prepared environment (the answer a check-style oracle submits)."""
-    package = load_package(root)
-    task = Task(id=f"terminal/check/package#{package.name}", domain_id="terminal/check/package", prompt="")
-    env = TerminalEnv(lambda _task: package)
-    example = (root / "tests" / "example.sh").read_text()
-    transcript, score = run_scripted(env, task, [format_tool_call("bash", {"command": example})])
-    if score.is_infra_failure or len(transcript) < 4:
+    try:
+        snap = prepare(load_package(root))
+    except (TaskBuildError, ConfigError):
         return None
-    output = transcript[3]["content"].rsplit("\n[exit code 0]", 1)
-    return output[0].strip() if len(output) == 2 else None
+    return run_blocking(_run_example(snap, (root / "tests" / "example.sh").read_text()), 120.0)
+
+
+async def _run_example(snap: TaskSnapshot, script: str) -> str | None:
+    sandbox = await snap.checkout()
+    try:
+        argv = ["bash", "-c", f"cd {shlex.quote(snap.workdir)} && bash -c {shlex.quote(script)}"]
+        result = await sandbox.exec(argv, timeout_s=60.0, env=snap.env)
+    finally:
+        await snap.checkin(sandbox)
+    return result.stdout.decode(errors="replace").strip() if result.ok else None
 
 
 def convert(out_dir: Path, data: Path | None = None) -> ConversionReport:

@@ -246,10 +246,12 @@ class TerminalEnv:
         )
         output = cap_output(result.stdout.decode(errors="replace"), self.settings.max_output_chars)
         if result.status == "timeout_wall":
-            return f"{output}\n[timed out after {timeout_s:g} s]"
-        if result.exit_code is None:
-            return f"{output}\n[{result.status}]"
-        return f"{output}\n[exit code {result.exit_code}]"
+            status = f"[timed out after {timeout_s:g} s]"
+        else:
+            status = (
+                f"[exit code {result.exit_code}]" if result.exit_code is not None else f"[{result.status}]"
+            )
+        return f"{output.rstrip(chr(10))}\n{status}" if output.strip() else status
 
     @property
     def _workdir(self) -> str:
