@@ -223,7 +223,8 @@ def test_the_command_budget_and_a_timeout_end_the_episode(tmp_path: Path) -> Non
     transcript, score = run_scripted(
         reg.environment(task.domain_id), task, [bash("sleep 5"), bash("echo never")]
     )  # type: ignore[arg-type]
-    assert "timed out" in transcript[3]["content"] and score.details["end_reason"] == "time_budget"
+    assert "timed out" in transcript[3]["content"] and len(transcript) == 4
+    assert score.details["end_reason"] == "time_budget"
     assert score.passed  # the package's test is `true`: the budget ends the episode, grading still runs
 
 
@@ -265,3 +266,24 @@ def test_agentbench_entries_convert_and_only_validating_ones_are_kept(tmp_path: 
     kept = tmp_path / "out" / "agentbench" / "agent-bench-os-0"
     assert (kept / "solution" / "answer.txt").read_text() == "2\n"
     assert "/workspace/d" in (kept / "instruction.md").read_text()
+
+
+def test_tool_errors_and_command_limits_are_counted() -> None:
+    reg = DomainRegistry(
+        [
+            DomainEntry(
+                family=TerminalConfig(sources=[TerminalSource(path=DATA, name="examples")], max_commands=4)
+            )
+        ]
+    )
+    task = task_of(reg, SUM_YAML)
+    turns = [
+        format_tool_call("ls", {}),
+        "<tool_call>{bad</tool_call>",
+        "```bash\necho 1\n```\n```sh\necho 2\n```",
+    ]
+    transcript, score = run_scripted(reg.environment(task.domain_id), task, turns)  # type: ignore[arg-type]
+    assert transcript[-1] == {"role": "user", "content": "1\n[exit code 0]\n\n2\n[exit code 0]"}
+    counts = {k: score.details[k] for k in ("tool_calls", "tool_calls_ok", "tool_errors", "malformed_calls")}
+    assert counts == {"tool_calls": 4, "tool_calls_ok": 2, "tool_errors": 2, "malformed_calls": 1}
+    assert score.details["end_reason"] == "max_tool_calls"

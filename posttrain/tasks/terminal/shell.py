@@ -144,7 +144,7 @@ class TerminalEnv:
         self._release()
         package = self.package_of(task)
         self._task, self.stats, self.commands, self.answer = task, EpisodeStats(), [], ""
-        self._infra, self._build_error, self._used_s = "", "", 0.0
+        self._infra, self._build_error, self._used_s, self._snap = "", "", 0.0, None
         self._budget_s = package.config.agent.timeout_sec
         try:
             self._snap = prepare(package)
@@ -190,9 +190,9 @@ class TerminalEnv:
             return []
         outputs = []
         for block in blocks:
-            if self._spent():
+            if self.done:
                 break
-            outputs.append(self._run(block))
+            outputs.append(self._command(block))
         message = {"role": "user", "content": "\n\n".join(outputs)}
         self._grow(message["content"])
         return [message]
@@ -200,9 +200,8 @@ class TerminalEnv:
     def _tool_calls(self, calls: list[ToolCall | MalformedCall]) -> list[Message]:
         new: list[Message] = []
         for call in calls:
-            if self.done or self._spent():
+            if self.done:
                 break
-            self.stats.tool_calls += 1
             content = self._tool(call)
             new.append({"role": "tool", "content": content})
             if self._grow(content):
@@ -211,27 +210,36 @@ class TerminalEnv:
 
     def _tool(self, call: ToolCall | MalformedCall) -> str:
         if isinstance(call, MalformedCall):
-            self.stats.tool_errors += 1
+            self._count(ok=False)
             self.stats.malformed_calls += 1
             return f"Error: {call.error}"
         if call.name == "submit":
-            self.stats.tool_calls_ok += 1
+            self._count(ok=True)
             self.answer = str(call.arguments.get("answer", "")).strip()
             self.end(SUBMITTED)
             return "Submitted."
         command = call.arguments.get("command")
         if call.name != "bash" or not isinstance(command, str):
-            self.stats.tool_errors += 1
+            self._count(ok=False)
             return 'Error: call bash with a string "command", or submit'
-        self.stats.tool_calls_ok += 1
+        return self._command(command)
+
+    def _count(self, ok: bool) -> None:
+        """One call or fenced block; reaching `max_tool_calls` ends the episode after it."""
+        self.stats.tool_calls += 1
+        self.stats.tool_calls_ok += ok
+        self.stats.tool_errors += not ok
         if self.stats.tool_calls >= self.limits.max_tool_calls:
             self.end(MAX_TOOL_CALLS)
-        return self._run(command)
 
-    def _spent(self) -> bool:
+    def _command(self, command: str) -> str:
+        self._count(ok=True)
+        output = self._run(command)
         if self._used_s >= self._budget_s:
-            self.end(TIME_BUDGET)
-        return self.done and self.stats.end_reason == TIME_BUDGET
+            self.stats.end_reason = (
+                TIME_BUDGET  # the budget is spent: it, not a count limit, ended the episode
+            )
+        return output
 
     def _run(self, command: str) -> str:
         if len(command) > MAX_COMMAND_CHARS:
