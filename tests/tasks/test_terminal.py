@@ -16,7 +16,7 @@ from posttrain.tasks.registry import DomainEntry, DomainRegistry
 from posttrain.tasks.terminal.dockerfile import parse_dockerfile
 from posttrain.tasks.terminal.family import TerminalConfig, TerminalSource
 from posttrain.tasks.terminal.package import load_package
-from posttrain.tasks.terminal.shell import cap_output
+from posttrain.tasks.terminal.shell import cap_output, gold_turns
 from posttrain.tasks.validate import validate_domain
 from posttrain.types import Task
 from posttrain.verify import ExecutorConfig
@@ -69,6 +69,49 @@ def test_task_toml_and_task_yaml_load_onto_one_model() -> None:
         256,
         60,
     )
+
+
+HARBOR_TOML = """version = "1.0"
+source = "example-dataset"
+
+[metadata]
+author_name = "A. Author"
+difficulty = "hard"
+category = "programming"
+tags = ["trivial"]
+
+[verifier]
+timeout_sec = 120.0
+env = { MODE = "strict" }
+
+[agent]
+timeout_sec = 300.0
+
+[solution]
+env = { TOKEN = "a b" }
+
+[environment]
+build_timeout_sec = 600.0
+cpus = 2
+memory = "1Gi"
+storage = "100Mi"
+allow_internet = false
+"""
+
+
+def test_every_documented_harbor_key_is_read(tmp_path: Path) -> None:
+    root = write_package(tmp_path / "t", HARBOR_TOML)
+    (root / "solution").mkdir()
+    (root / "solution" / "solve.sh").write_text('echo "$TOKEN" > out.txt\n')
+    package = load_package(root)
+    assert (package.level, package.family, package.config.source) == (
+        "hard",
+        "programming",
+        "example-dataset",
+    )
+    assert (package.spec.cpus, package.spec.memory_mb, package.spec.disk_mb) == (2, 1024, 100)
+    assert package.config.verifier.env == {"MODE": "strict"} and package.spec.timeout_s == 300
+    assert "export TOKEN='a b'" in gold_turns(package)[0]
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
 from posttrain.config import StrictModel, read_yaml, validate
 from posttrain.errors import ConfigError
@@ -70,10 +70,26 @@ class HarborEnvironment(StrictModel):
     """Memory of each run."""
     storage_mb: SizeMb = 64
     """Size of `/workspace` plus `/tmp` (snapshot layers included)."""
+    memory: str | None = None
+    """Older spelling of the memory, e.g. `4G` (suffixes as in `sandbox_config.parse_size_mb`); wins when given."""
+    storage: str | None = None
+    """Older spelling of the storage size; wins when given."""
     gpus: int = Field(0, ge=0, le=0)
     """GPUs: none (sandboxes have no devices)."""
     allow_internet: bool = False
     """Must be false: sandboxes run without a network."""
+
+    @field_validator("memory", "storage")
+    @classmethod
+    def _size(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_size_mb(value)
+        return value
+
+
+class HarborSolution(StrictModel):
+    env: dict[str, str] = Field(default_factory=dict)
+    """Environment variables of the oracle's run."""
 
 
 class TaskToml(StrictModel):
@@ -89,6 +105,10 @@ class TaskToml(StrictModel):
     """The episode's budget."""
     environment: HarborEnvironment = HarborEnvironment()
     """Resources and the image."""
+    solution: HarborSolution = HarborSolution()
+    """How the oracle runs."""
+    source: str | None = None
+    """The dataset the task comes from."""
 
 
 @dataclass(frozen=True)
@@ -206,8 +226,10 @@ def _toml_spec(config: TaskToml, path: Path) -> SandboxSpec:
         raise ConfigError(
             f"{path}: environment.docker_image: {exc} (only registered sandbox images run here)"
         ) from None
-    return SandboxSpec(image=image, timeout_s=config.agent.timeout_sec, cpus=env.cpus, memory_mb=env.memory_mb,
-                       disk_mb=env.storage_mb, network="none")  # fmt: skip
+    memory_mb = parse_size_mb(env.memory) if env.memory is not None else env.memory_mb
+    disk_mb = parse_size_mb(env.storage) if env.storage is not None else env.storage_mb
+    return SandboxSpec(image=image, timeout_s=config.agent.timeout_sec, cpus=env.cpus, memory_mb=memory_mb,
+                       disk_mb=disk_mb, network="none")  # fmt: skip
 
 
 def _load_yaml(path: Path) -> tuple[TaskToml, SandboxSpec]:

@@ -99,8 +99,12 @@ def cap_output(text: str, max_chars: int) -> str:
 
 
 def gold_turns(package: TerminalPackage) -> list[str]:
-    """The oracle as an episode: solve.sh in one bash call, then submit (with `solution/answer.txt`)."""
-    turns = [format_tool_call("bash", {"command": package.solution})] if package.solution else []
+    """The oracle as an episode: solve.sh (after `[solution] env`) in one bash call, then submit (with
+    `solution/answer.txt`)."""
+    exports = "".join(
+        f"export {key}={shlex.quote(value)}\n" for key, value in package.config.solution.env.items()
+    )
+    turns = [format_tool_call("bash", {"command": exports + package.solution})] if package.solution else []
     answer_file = package.root / "solution" / "answer.txt"
     answer = answer_file.read_text().strip() if answer_file.is_file() else ""
     return [*turns, format_tool_call("submit", {"answer": answer} if answer else {})]
