@@ -300,11 +300,13 @@ def test_agentbench_entries_convert_and_only_validating_ones_are_kept(tmp_path: 
          "evaluation": {"check": {"code": "id jack"}, "example": {"code": "true"}}},
         {"id": 5, "description": "Init file.", "create": {"init": {"file": "init/missing.sh"}},
          "evaluation": {"match": "1"}},
+        {"id": 6, "description": "Extra packages.", "create": {"local": "packages"}, "evaluation": {"match": "1"}},
     ]  # fmt: skip
     (data / "agent_bench_os.json").write_text(json.dumps(entries))
     report = convert(tmp_path / "out", data).as_dict()
     assert report["packages"] == ["agent-bench-os-0", "agent-bench-os-1", "agent-bench-os-2"]
     assert report["reasons"] == {"background start process": 1, "init file not in the data": 1,
+                                 "docker-only image 'packages'": 1,
                                  "setup does not run here (root, network or missing tools)": 1}  # fmt: skip
     kept = tmp_path / "out" / "agentbench" / "agent-bench-os-0"
     assert (kept / "solution" / "answer.txt").read_text() == "2\n"

@@ -83,6 +83,8 @@ def _files(entry: dict[str, Any], scripts: Path) -> dict[str, str]:
     create = entry.get("create") or {}
     if not isinstance(create, dict) or create.get("init_at_start"):
         raise Unsupported("create of an unknown shape")
+    if create.get("local") not in (None, "default"):
+        raise Unsupported(f"docker-only image {create['local']!r}")
     files = {"instruction.md": _local(entry["description"]).strip() + "\n"}
     if create.get("init") is not None:
         files["environment/setup.sh"] = _script(create["init"], scripts, "init") + "\n"
