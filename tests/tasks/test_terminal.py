@@ -332,3 +332,12 @@ def test_tool_errors_and_command_limits_are_counted() -> None:
     counts = {k: score.details[k] for k in ("tool_calls", "tool_calls_ok", "tool_errors", "malformed_calls")}
     assert counts == {"tool_calls": 4, "tool_calls_ok": 2, "tool_errors": 2, "malformed_calls": 1}
     assert score.details["end_reason"] == "max_tool_calls"
+
+
+def test_only_the_absolute_logs_root_is_rewritten_in_the_tests() -> None:
+    from posttrain.tasks.terminal.shell import _LOGS
+
+    text = b'mkdir -p /logs/verifier; echo 1 > "/logs/verifier/reward.txt"; grep x data/logs/a.log ~/logs /logs-x\n'
+    assert _LOGS.sub(b"/tmp/L", text) == (
+        b'mkdir -p /tmp/L/verifier; echo 1 > "/tmp/L/verifier/reward.txt"; grep x data/logs/a.log ~/logs /logs-x\n'
+    )

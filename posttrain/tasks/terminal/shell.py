@@ -12,7 +12,7 @@ command or length limits (`EpisodeLimits`), or when the task's wall-clock budget
 timeout_sec`, the sum of the commands' times) is spent (`time_budget`).
 
 Grading, after the episode (its processes are gone by then): `tests/` is unpacked into `/tmp/tests`
-(the answer in `/tmp/tests/answer.txt`), `/logs/` in the test files is rewritten to a fresh
+(the answer in `/tmp/tests/answer.txt`), the absolute `/logs` in the test files becomes a fresh
 `/tmp/.verifier-logs/` (the root is read-only), `test.sh` runs in the task's WORKDIR with the task's
 ENV; reward 1 when it exits 0 (or, where it writes Harbor's `reward.txt`, when that holds >= 1), else 0.
 Any `sandbox_error` during the episode or the tests, and a task whose build failed, grade `Score.infra`.
@@ -59,6 +59,8 @@ from posttrain.verify.tool_calls import MalformedCall, ToolCall, format_tool_cal
 SUBMITTED, TIME_BUDGET = "submitted", "time_budget"
 STATE_DIR = "/tmp/.shell-state"
 LOGS_DIR = "/tmp/.verifier-logs"
+_LOGS = re.compile(rb"(?<![\w.~/-])/logs(?![\w.-])")
+"""The absolute path `/logs` (Harbor's log root), not a `logs` directory elsewhere (`data/logs/x`)."""
 TESTS_DIR = "/tmp/tests"
 MAX_COMMAND_CHARS = 65536
 _HOST_SLACK_S = 30.0
@@ -333,14 +335,14 @@ class TerminalEnv:
 
 
 def tests_archive(package: TerminalPackage, answer: str) -> bytes:
-    """`tests/` as a tar archive with `/logs/` rewritten to `LOGS_DIR` and the answer in `answer.txt`."""
+    """`tests/` as a tar archive with the absolute `/logs` rewritten to `LOGS_DIR` and the answer in `answer.txt`."""
     with tarfile.open(fileobj=io.BytesIO(pack_dir(package.tests_dir))) as source:
         members = [(m, source.extractfile(m).read() if m.isfile() else None) for m in source.getmembers()]  # type: ignore[union-attr]
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w") as archive:
         for member, data in members:
             if data is not None:
-                data = data.replace(b"/logs/", LOGS_DIR.encode() + b"/")
+                data = _LOGS.sub(LOGS_DIR.encode(), data)
                 member.size = len(data)
             archive.addfile(member, io.BytesIO(data) if data is not None else None)
         raw = answer.encode()
