@@ -104,6 +104,12 @@ class TerminalFamily:
                 self._domains.setdefault(domain_id, []).append(package)
         for packages in self._domains.values():
             packages.sort(key=lambda p: p.name)
+        # Domains of a family in level order (easy, medium, hard), as the other families list them.
+        ordered = sorted(
+            self._domains.items(),
+            key=lambda item: (item[0].split("@")[0], _ALL_LEVELS.index(item[1][0].level)),
+        )
+        self._domains = dict(ordered)
 
     def domains(self) -> Sequence[DomainSpec]:
         return [DomainSpec(id=domain_id, family_kind="terminal", source="task_packages", verifier="environment",
