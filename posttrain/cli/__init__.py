@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "posttrain.cli.sandbox",  # sandbox
     "posttrain.cli.train",  # train, eval, base, demo
     "posttrain.cli.bench",  # bench
+    "posttrain.cli.terminal",  # tasks (terminal task packages)
 )
 
 

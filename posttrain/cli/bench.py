@@ -17,8 +17,9 @@ BENCHMARKS: dict[str, str] = {
     "pipeline": "posttrain.bench.pipeline",
     "learning": "posttrain.bench.learning",
     "agents": "posttrain.bench.agents",
+    "terminal": "posttrain.bench.terminal",
 }
-ALL = ("sandbox", "curriculum", "rollout", "pipeline", "agents")
+ALL = ("sandbox", "curriculum", "rollout", "pipeline", "agents", "terminal")
 """What `bench all` runs: `learning` trains four runs (about 12 minutes) and is run on its own."""
 
 

@@ -32,6 +32,7 @@ from posttrain.tasks.families.lists import ListsConfig, ListsFamily
 from posttrain.tasks.families.reasoning_gym import ReasoningGymFamily, ReasoningGymFamilyConfig
 from posttrain.tasks.families.strings import StringsConfig, StringsFamily
 from posttrain.tasks.families.tool_use import ToolUseConfig, ToolUseFamily
+from posttrain.tasks.terminal.family import TerminalConfig, TerminalFamily
 from posttrain.types import DomainSpec, Score, Task
 from posttrain.verify import ExecutorConfig, Grader
 from posttrain.verify.configs import VerifierConfig
@@ -51,6 +52,7 @@ FamilyConfig = Annotated[
     | ToolUseConfig
     | BfclMultiConfig
     | CodeConfig
+    | TerminalConfig
     | PluginFamilyConfig,
     Field(discriminator="kind"),
 ]
@@ -62,6 +64,7 @@ FAMILIES: Builders[DomainFamily] = Builders("domain family", {
     ToolUseConfig: ToolUseFamily,
     BfclMultiConfig: BfclMultiFamily,
     CodeConfig: CodeFamily,
+    TerminalConfig: TerminalFamily,
     PluginFamilyConfig: plugin_builder(DomainFamily, "DomainFamily"),
 })
 
@@ -230,4 +233,7 @@ def _resolve_entry(entry: DomainEntry, base: Path) -> DomainEntry:
     if isinstance(family, JsonlConfig) and not family.path.is_absolute():
         family = family.model_copy(update={"path": base / family.path})
         return entry.model_copy(update={"family": family})
+    if isinstance(family, TerminalConfig):
+        sources = [s.model_copy(update={"path": base / s.path}) for s in family.sources]
+        return entry.model_copy(update={"family": family.model_copy(update={"sources": sources})})
     return entry

@@ -24,6 +24,7 @@ from posttrain.tasks.families.strings import StringsConfig
 from posttrain.tasks.families.tool_use import ToolUseConfig
 from posttrain.tasks.pool import TaskPool
 from posttrain.tasks.registry import DomainEntry, DomainRegistry, FamilyConfig, PluginFamilyConfig
+from posttrain.tasks.terminal.family import TerminalConfig, TerminalSource
 from posttrain.tasks.validate import validate_domain
 from tests.fakes.code_exec import NEEDS_CODE_VERIFIER
 
@@ -40,6 +41,7 @@ FAMILIES: dict[str, object] = {
     "tools": ToolUseConfig(),
     "bfcl_multi": BfclMultiConfig(isolation="process"),
     "code": CodeConfig(),
+    "terminal": TerminalConfig(sources=[TerminalSource(path=Path(__file__).parent / "data" / "terminal")]),
     "plugin": PluginFamilyConfig(plugin="tests.fakes.families:make_echo", params={"alphabet": "xyz"}),
 }
 

@@ -1,0 +1,1 @@
+test "$(tr -d ' \n' < /tmp/tests/answer.txt)" = "$(wc -l < log.txt | tr -d ' ')"

@@ -1,0 +1,1 @@
+paste -sd+ nums.txt | bc > sum.txt

@@ -1,0 +1,1 @@
+test "$(pwd)" = /workspace/data && test "$(cat sum.txt)" = 42
