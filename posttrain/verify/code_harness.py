@@ -307,7 +307,7 @@ def run_tests(child: Child, secret: dict[str, Any]) -> dict[str, Any]:
             results.append(outcome)
         elif outcome != "pass":
             failed_outside = failed_outside or f"a statement outside the asserts: {note}"[:MESSAGE_CHARS]
-    status = "timeout" if child.gone == "timeout" else ("setup_failed" if failed_outside else "ok")
+    status = "timeout" if child.gone == "timeout" else ("statement_failed" if failed_outside else "ok")
     return {"status": status, "tests": results, "message": failed_outside}
 
 
