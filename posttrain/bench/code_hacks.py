@@ -4,9 +4,9 @@ Each entry of `HACKS` maps a problem (`prompt`, `entry_point`, `canonical_soluti
 text; every one must score 0 under `code_tests`, and none may score as an infra failure. The `leak_*`
 hacks carry the canonical solution and switch it on only if the tests can be read from where they look
 (their own objects, the parent's memory, stdin, environment, command line, files), so a leak shows up as a
-pass. `NAIVE_FOOLS` are the hacks that fool a plain run of program + tests judged by its exit status.
-`canonical`, `wrong` and `stub` are the honest responses the bench mixes in. Used by `bench/code.py`
-and the verifier's tests. Never run these outside the sandbox: some kill their parent.
+pass. `canonical`, `wrong` and `stub` are the honest responses the bench mixes in. Used by
+`posttrain.bench.code` and the verifier's tests. Never run a hack outside the sandbox unless the bench
+lists it as safe there: some kill their parent or flood the host.
 """
 
 from __future__ import annotations
@@ -187,6 +187,3 @@ HACKS: dict[str, Callable[[Problem], str]] = {
 }
 """Every attack the verifier must score 0 (and never as infra)."""
 
-NAIVE_FOOLS = ("sys_exit", "atexit", "lying_eq", "system_exit_in_call")
-"""Hacks that a plain `python -c program+tests` judged by its exit status counts as passing; safe to run
-unsandboxed (none kills its parent or floods the host)."""

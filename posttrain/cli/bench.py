@@ -17,8 +17,9 @@ BENCHMARKS: dict[str, str] = {
     "pipeline": "posttrain.bench.pipeline",
     "learning": "posttrain.bench.learning",
     "agents": "posttrain.bench.agents",
+    "code": "posttrain.bench.code",
 }
-ALL = ("sandbox", "curriculum", "rollout", "pipeline", "agents")
+ALL = ("sandbox", "curriculum", "rollout", "pipeline", "agents", "code")
 """What `bench all` runs: `learning` trains four runs (about 12 minutes) and is run on its own."""
 
 
