@@ -176,6 +176,8 @@ HACKS: dict[str, Callable[[Problem], str]] = {
     "monkeypatch": _module_level(_MONKEYPATCH),
     "lying_eq": _in_function(_LYING),
     "system_exit_in_call": _in_function("raise SystemExit(0)"),
+    "stop_iteration_in_call": _in_function("raise StopIteration"),
+    "interrupt_parent": _in_function("import os, signal\nos.kill(os.getppid(), signal.SIGINT)\nreturn None"),
     "infinite_loop": _in_function("while True:\n    pass"),
     "fork_bomb": _in_function("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass"),
     "huge_output": _in_function("import sys\nwhile True:\n    sys.stdout.write('PASSED\\n' * 4096)"),

@@ -78,7 +78,9 @@ def decode(data: Any) -> Any:
         items = [decode(item) for item in body]
         return {"l": list, "t": tuple, "s": set, "fs": frozenset}[tag](items)
     if tag == "d" and type(body) is list:
-        return {decode(pair[0]): decode(pair[1]) for pair in body if type(pair) is list and len(pair) == 2}
+        if not all(type(pair) is list and len(pair) == 2 for pair in body):
+            raise ValueError("malformed dict")
+        return {decode(pair[0]): decode(pair[1]) for pair in body}
     if tag == "b" and type(body) is str:
         return bytes.fromhex(body)
     if tag == "c" and len(data) == 3 and all(type(x) in (int, float) for x in data[1:]):
@@ -136,6 +138,7 @@ def child_main(program: bytes, call_r: int, result_w: int) -> None:
     os.closerange(keep[0] + 1, keep[1])
     os.closerange(keep[1] + 1, 1 << 16)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         read_frame(call_r, None)  # "load": the parent has prepared the tests
     except BaseException:
@@ -242,13 +245,19 @@ class Child:
                 os.kill(self.pid, signal.SIGKILL)
 
 
+_CONTROL_FLOW = (StopIteration, StopAsyncIteration)
+"""Never rebuilt: raised from the candidate inside `map`/`all`/`any` they would end the tests' iteration
+early (`all(map(candidate, xs))` would pass)."""
+
+
 def _rebuilt_exception(answer: list[Any]) -> Exception:
     """A builtin exception of the name the program raised (tests may expect one), else CandidateError."""
     name = answer[1] if len(answer) > 1 and type(answer[1]) is str else ""
     text = answer[2] if len(answer) > 2 and type(answer[2]) is str else ""
     kind = getattr(builtins, name, None) if answer[0] == "raise" else None
-    if isinstance(kind, type) and issubclass(kind, Exception):
-        return kind(text[:MESSAGE_CHARS])
+    if isinstance(kind, type) and issubclass(kind, Exception) and not issubclass(kind, _CONTROL_FLOW):
+        with contextlib.suppress(Exception):  # some need more arguments (UnicodeDecodeError)
+            return kind(text[:MESSAGE_CHARS])
     return CandidateError(f"{answer[0]}: {name}: {text}"[:MESSAGE_CHARS])
 
 
@@ -331,6 +340,9 @@ def main() -> None:
     if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
         sys.exit("harness: cannot make itself non-dumpable")
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    # SIGINT would raise KeyboardInterrupt inside a test statement; every other signal the child may
+    # send kills the parent (no verdict, a model failure).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     verdict_fd = os.dup(1)
     program = read_program()
     call_r, call_w = os.pipe()

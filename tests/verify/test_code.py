@@ -167,6 +167,14 @@ def test_failures_of_the_program_are_the_models(verifier: CodeTestsVerifier) -> 
 
 
 @requires_bwrap
+def test_a_candidate_cannot_end_the_tests_iteration_early(verifier: CodeTestsVerifier) -> None:  # noqa: F811
+    task = function_task("def check(candidate):\n    assert all(map(candidate, [1, 2, 3]))\n")
+    assert verifier.score(task, "def f(x):\n    return x > 0").passed
+    score = verifier.score(task, "def f(x):\n    raise StopIteration")
+    assert (score.reward, score.details["tests"]) == (0.0, ["error"])
+
+
+@requires_bwrap
 def test_setup_runs_in_the_tests_namespace(verifier: CodeTestsVerifier) -> None:  # noqa: F811
     task = function_task("def check(candidate):\n    assert candidate(BASE) == BASE * 2\n", setup="BASE = 21")
     assert verifier.score(task, "def f(x):\n    return 2 * x").passed
