@@ -152,6 +152,16 @@ for module in list(sys.modules.values()):
             pass
 '''
 
+_GARBAGE_FRAMES = '''
+import os
+for fd in range(3, 64):
+    for frame in (b"\\xff\\xff\\xff\\xff", b"\\x00\\x00\\x00\\x02[]", b"\\x00\\x00\\x00\\x05[\\"ok\\"", b"\\x00\\x00\\x00\\x01{"):
+        try:
+            os.write(fd, frame)
+        except OSError:
+            pass
+'''
+
 _LYING = '''
 class Liar(int):
     def __eq__(self, other): return True
@@ -183,6 +193,9 @@ HACKS: dict[str, Callable[[Problem], str]] = {
     "huge_output": _in_function("import sys\nwhile True:\n    sys.stdout.write('PASSED\\n' * 4096)"),
     "binary_output": _in_function("import os\nfor fd in (1, 2):\n    os.write(fd, bytes(range(256)) * 4096)\nreturn None"),
     "memory_blowup": _in_function("blocks = []\nwhile True:\n    blocks.append(bytearray(1 << 24))"),
+    "garbage_frames": _module_level(_GARBAGE_FRAMES),
+    "deep_result": _in_function("value = []\nfor _ in range(100000):\n    value = [value]\nreturn value"),
+    "huge_result": _in_function("return 'x' * (24 << 20)"),
     "leak_own_objects": _leak(_FIND_IN_OWN_OBJECTS),
     "leak_parent": _leak(_FIND_IN_PARENT),
     "leak_files": _leak(_FIND_IN_FILES),
