@@ -294,7 +294,7 @@ def run_tests(child: Child, secret: dict[str, Any]) -> dict[str, Any]:
     def candidate(*args: Any, **kwargs: Any) -> Any:
         return child.call(entry, args, kwargs)
 
-    namespace["candidate"] = candidate
+    namespace["candidate"] = namespace[entry] = candidate  # tests may also call it by name
     try:
         loaded = child.ask(["load"])
     except CandidateError as exc:
