@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import functools
 import json
+import marshal
 import math
 import os
 import re
@@ -39,7 +41,7 @@ from posttrain.sandbox import ExecResult, SandboxPool, SandboxSpec
 from posttrain.sandbox.background import run_blocking
 from posttrain.types import Score, Task
 from posttrain.verify.base import GoldError
-from posttrain.verify.code_harness import HarnessError, split_tests
+from posttrain.verify.code_harness import MARSHAL_VERSION
 from posttrain.verify.configs import CodeTestsConfig
 
 HARNESS_SOURCE = Path(__file__).with_name("code_harness.py").read_text()
@@ -92,6 +94,53 @@ def normalize_output(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.splitlines()).rstrip()
 
 
+@functools.lru_cache(maxsize=4096)
+def split_tests(tests: str) -> tuple[tuple[str, ...], tuple[bool, ...]]:
+    """`check`'s body as one source per statement, and which of them are tests: a statement is a test
+    when it holds an assert whose condition is not a constant (`assert True, "..."` lines are not).
+    `GoldError` when there is no `check` or a statement cannot run on its own (e.g. `return`)."""
+    try:
+        tree = ast.parse(tests)
+    except (SyntaxError, ValueError) as exc:
+        raise GoldError(f"tests do not parse: {exc}") from None
+    checks = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "check"]
+    if not checks:
+        raise GoldError("tests define no check(candidate)")
+    statements, is_test = [], []
+    for stmt in checks[-1].body:
+        source = ast.unparse(stmt)
+        try:
+            compile(source, "<tests>", "exec")
+        except SyntaxError as exc:
+            raise GoldError(f"a statement of check cannot run on its own: {exc}") from None
+        statements.append(source)
+        asserts = [node for node in ast.walk(stmt) if isinstance(node, ast.Assert)]
+        is_test.append(any(not isinstance(node.test, ast.Constant) for node in asserts))
+    if not any(is_test):
+        is_test = [True] * len(is_test)
+    return tuple(statements), tuple(is_test)
+
+
+@functools.lru_cache(maxsize=4096)
+def prompt_for_tests(prompt: str, entry_point: str, tests: str, setup: str) -> str:
+    """The prompt when the tests use a name it defines (a helper such as HumanEval's `poly`, or one of its
+    imports), else "": the harness then skips running it (its imports, e.g. `typing`, cost time)."""
+    try:
+        defined = {name for node in ast.parse(prompt).body for name in _names_bound(node)} - {entry_point}
+        used = {node.id for node in ast.walk(ast.parse(tests + "\n" + setup)) if isinstance(node, ast.Name)}
+    except (SyntaxError, ValueError):
+        return ""  # a prompt that is only the start of a program: the tests cannot need it
+    return prompt if defined & used else ""
+
+
+def _names_bound(node: ast.stmt) -> list[str]:
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return [node.name]
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return [(alias.asname or alias.name).split(".")[0] for alias in node.names]
+    return [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+
+
 def parse_gold(task: Task) -> dict[str, Any]:
     gold = task.gold
     if isinstance(gold, str):
@@ -105,10 +154,7 @@ def parse_gold(task: Task) -> dict[str, Any]:
     if style == "function":
         if not gold.get("entry_point") or not isinstance(gold.get("tests"), str):
             raise GoldError("style function needs entry_point and tests")
-        try:
-            split_tests(gold["tests"])
-        except (HarnessError, SyntaxError, ValueError) as exc:
-            raise GoldError(f"tests: {type(exc).__name__}: {exc}") from None
+        split_tests(gold["tests"])
     elif style == "io":
         cases = gold.get("cases")
         if not isinstance(cases, list) or not cases or not all(isinstance(c, dict) for c in cases):
@@ -189,23 +235,24 @@ class CodeTestsVerifier:
 
     async def _score_function(self, pool: SandboxPool, gold: dict[str, Any], program: str) -> Score:
         nonce = secrets.token_hex(16)
-        secret = {"nonce": nonce, "prompt": gold.get("prompt", ""), "setup": gold.get("setup", ""),
-                  "tests": gold["tests"], "entry_point": gold["entry_point"], "budget_s": self.config.timeout_s}
+        statements, is_test = split_tests(gold["tests"])
+        setup = gold.get("setup") or ""
+        secret = {"nonce": nonce, "setup": setup, "tests": gold["tests"], "statements": list(statements),
+                  "is_test": list(is_test), "entry_point": gold["entry_point"], "budget_s": self.config.timeout_s,
+                  "prompt": prompt_for_tests(gold.get("prompt", ""), gold["entry_point"], gold["tests"], setup)}
         source = program.encode("utf-8", "surrogatepass")
-        stdin = f"{len(source)}\n".encode() + source + json.dumps(secret).encode()
+        stdin = f"{len(source)}\n".encode() + source + marshal.dumps(secret, MARSHAL_VERSION)
         result = await pool.run(["python3", "-I", "-c", HARNESS_SOURCE], stdin=stdin)
         if result.status == "sandbox_error":
             return Score.infra(f"sandbox error: {result.error}"[:500])
         verdict = _verdict(result, nonce)
         if verdict is None:
             status = _NO_VERDICT.get(result.status, "no_verdict")
-            _, is_test = split_tests(gold["tests"])
             return tests_score(status, ["error"] * sum(is_test), self.config.partial_credit, run=result.status)
-        if verdict.get("status") == "harness_error":
-            return Score.infra(f"code harness: {verdict.get('message', '')}"[:500])
-        tests = [t for t in verdict.get("tests", []) if isinstance(t, str)]
-        return tests_score(str(verdict.get("status")), tests, self.config.partial_credit, run=result.status,
-                           note=str(verdict.get("message", "")))  # fmt: skip
+        status, tests, note = verdict
+        if status == "harness_error":
+            return Score.infra(f"code harness: {note}"[:500])
+        return tests_score(status, tests, self.config.partial_credit, run=result.status, note=note)
 
     async def _score_io(self, pool: SandboxPool, gold: dict[str, Any], code: str) -> Score:
         prompt = gold.get("prompt", "")
@@ -236,13 +283,16 @@ def _case_status(result: ExecResult, expected: str) -> str:
     return "pass" if normalize_output(result.stdout.decode("utf-8", "replace")) == normalize_output(expected) else "fail"
 
 
-def _verdict(result: ExecResult, nonce: str) -> dict[str, Any] | None:
-    """The harness's verdict line: a JSON object carrying this run's nonce, else None."""
-    for line in reversed(result.stdout.splitlines()):
-        try:
-            verdict = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(verdict, dict) and verdict.get("nonce") == nonce:
-            return verdict
+def _verdict(result: ExecResult, nonce: str) -> tuple[str, list[str], str] | None:
+    """(status, per-test statuses, note) from the harness's verdict line, the one that starts with this
+    run's nonce; None when there is none."""
+    for line in result.stdout.decode("ascii", "replace").splitlines():
+        fields = line.split(" ")
+        if len(fields) == 4 and fields[0] == nonce:
+            tests = [] if fields[2] == "-" else fields[2].split(",")
+            try:
+                note = "" if fields[3] == "-" else bytes.fromhex(fields[3]).decode("utf-8", "replace")
+            except ValueError:
+                note = ""
+            return fields[1], tests, note
     return None

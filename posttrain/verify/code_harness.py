@@ -1,37 +1,40 @@
 """The trusted test harness of `code_tests` (function style); run inside the sandbox as `python3 -I -c <this source>`.
 
-Stdlib only: the host passes this file's source on the command line, so nothing of it sits in the
-sandbox's workspace. Protocol on stdin: `<n>\\n`, then the n bytes of the program, then one JSON line
-with the secret part (`nonce`, `prompt`, `setup`, `tests`, `entry_point`, `budget_s`).
+Stdlib only, and only modules that cost nothing to import (`marshal`, `_signal`, `select`, `ctypes`): an
+interpreter is started per response. The host passes this file's source on the command line, so nothing
+of it sits in the sandbox's workspace. Protocol on stdin: `<n>\\n`, then the n bytes of the program, then
+the secret part as `marshal` data (`nonce`, `prompt`, `setup`, `tests`, `statements`, `is_test`,
+`entry_point`, `budget_s`; the host splits `check`'s body into `statements`, see `posttrain.verify.code`).
 
 Guarantees (the threat model is in docs/sandbox.md, "Code verification"):
 - The parent makes itself non-dumpable, reads exactly the program, then forks the child that runs it:
   the child's memory never held the tests or the nonce, and it gets /dev/null for stdin, stdout and
   stderr and no other descriptor but its two private pipes.
 - The child loads the program only when the parent has prepared the tests, and answers calls with
-  results encoded as tagged JSON of exact builtin types (`encode`); the parent decodes them into fresh
-  builtins, so no object of the program's (a lying `__eq__`, a patched builtin) exists on its side.
+  results as `marshal` data, which holds only exact builtin types (a subclass is refused); the parent
+  decodes them into fresh objects and accepts only plain data (`unpack`), so no object of the program's
+  (a lying `__eq__`, a patched builtin) exists on its side.
 - The parent runs `check`'s body statement by statement against a proxy of the entry point and writes
-  one verdict line carrying the nonce on a duplicate of its stdout made before the fork (its own
-  stdout is /dev/null while tests run). A verdict is written only by this code; a program that kills,
+  one verdict line (`<nonce> <status> <test,statuses> <message hex>`) on a duplicate of its stdout made
+  before the fork (its own stdout is /dev/null while tests run). A verdict is written only by this code; a program that kills,
   stops or starves the parent leaves no verdict, which the host grades as a failure.
 Not here: assembling the program or grading the verdict (`posttrain.verify.code`).
 """
 
 from __future__ import annotations
 
-import ast
+import _signal
 import builtins
-import contextlib
 import ctypes
-import json
+import marshal
 import os
 import select
-import signal
-import struct
 import sys
 import time
-from typing import Any
+
+TYPE_CHECKING = False  # `typing` costs milliseconds to import, paid per response
+if TYPE_CHECKING:
+    from typing import Any
 
 PR_SET_DUMPABLE = 4
 MAX_FRAME_BYTES = 16 << 20
@@ -47,50 +50,46 @@ class CandidateError(Exception):
     """The program raised, exited, hung, or returned something that is not plain data."""
 
 
-_TAGS: dict[type, str] = {list: "l", tuple: "t", set: "s", frozenset: "fs"}
+MARSHAL_VERSION = 4
+_ATOMS = (type(None), bool, int, float, complex, str, bytes)
+_CONTAINERS = (list, tuple, set, frozenset)
+MAX_DEPTH = 200
+"""Deepest nesting of a result the parent accepts."""
 
 
-def encode(value: Any) -> Any:
-    """`value` as tagged JSON; only exact builtin types (no subclasses), else `TypeError`."""
+def pack(value: Any) -> bytes:
+    """`value` as marshal data; `ValueError` unless it is built only of exact builtin types."""
+    if not is_plain(value):
+        raise ValueError(f"not plain data: {type(value).__name__}")
+    return marshal.dumps(value, MARSHAL_VERSION)
+
+
+def unpack(data: bytes) -> Any:
+    """The value `pack` wrote, as fresh builtins; `ValueError` for anything else (code objects, ...)."""
+    value = marshal.loads(data)
+    if not is_plain(value):
+        raise ValueError("not plain data")
+    return value
+
+
+def is_plain(value: Any, depth: int = 0) -> bool:
+    """Built only of None, bool, int, float, complex, str, bytes, list, tuple, set, frozenset and dict,
+    exactly (no subclasses), at most `MAX_DEPTH` deep."""
     kind = type(value)
-    if value is None or kind is bool or kind is int or kind is float or kind is str:
-        return value
-    if kind is list or kind is tuple or kind is set or kind is frozenset:
-        return [_TAGS[kind], [encode(item) for item in value]]
+    if kind in _ATOMS:
+        return True
+    if depth >= MAX_DEPTH:
+        return False
+    if kind in _CONTAINERS:
+        return all(is_plain(item, depth + 1) for item in value)
     if kind is dict:
-        return ["d", [[encode(k), encode(v)] for k, v in value.items()]]
-    if kind is bytes:
-        return ["b", value.hex()]
-    if kind is complex:
-        return ["c", value.real, value.imag]
-    raise TypeError(f"not plain data: {kind.__name__}")
-
-
-def decode(data: Any) -> Any:
-    """The value `encode` wrote, rebuilt from builtins only; `ValueError`/`TypeError` on anything else."""
-    kind = type(data)
-    if data is None or kind is bool or kind is int or kind is float or kind is str:
-        return data
-    if kind is not list or len(data) < 2 or type(data[0]) is not str:
-        raise ValueError("malformed value")
-    tag, body = data[0], data[1]
-    if tag in ("l", "t", "s", "fs") and type(body) is list:
-        items = [decode(item) for item in body]
-        return {"l": list, "t": tuple, "s": set, "fs": frozenset}[tag](items)
-    if tag == "d" and type(body) is list:
-        if not all(type(pair) is list and len(pair) == 2 for pair in body):
-            raise ValueError("malformed dict")
-        return {decode(pair[0]): decode(pair[1]) for pair in body}
-    if tag == "b" and type(body) is str:
-        return bytes.fromhex(body)
-    if tag == "c" and len(data) == 3 and all(type(x) in (int, float) for x in data[1:]):
-        return complex(data[1], data[2])
-    raise ValueError(f"unknown tag {tag!r}")
+        return all(is_plain(k, depth + 1) and is_plain(v, depth + 1) for k, v in value.items())
+    return False
 
 
 def write_frame(fd: int, payload: bytes, deadline: float) -> None:
     """Length-prefixed frame; `TimeoutError` if the reader does not take it by `deadline`."""
-    data = memoryview(struct.pack(">I", len(payload)) + payload)
+    data = memoryview(len(payload).to_bytes(4, "big") + payload)
     while data:
         if not select.select([], [fd], [], max(0.0, deadline - time.monotonic()))[1]:
             raise TimeoutError("write timed out")
@@ -110,11 +109,18 @@ def read_exact(fd: int, size: int, deadline: float | None) -> bytes:
     return b"".join(chunks)
 
 
-def read_frame(fd: int, deadline: float | None) -> Any:
-    (size,) = struct.unpack(">I", read_exact(fd, 4, deadline))
+def read_frame(fd: int, deadline: float | None) -> bytes:
+    size = int.from_bytes(read_exact(fd, 4, deadline), "big")
     if size > MAX_FRAME_BYTES:
         raise ValueError(f"frame of {size} bytes")
-    return json.loads(read_exact(fd, size, deadline))
+    return read_exact(fd, size, deadline)
+
+
+def read_rest(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def read_program() -> bytes:
@@ -137,8 +143,8 @@ def child_main(program: bytes, call_r: int, result_w: int) -> None:
     os.closerange(3, keep[0])
     os.closerange(keep[0] + 1, keep[1])
     os.closerange(keep[1] + 1, 1 << 16)
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    _signal.signal(_signal.SIGPIPE, _signal.SIG_DFL)
+    _signal.signal(_signal.SIGINT, _signal.default_int_handler)
     try:
         read_frame(call_r, None)  # "load": the parent has prepared the tests
     except BaseException:
@@ -146,24 +152,20 @@ def child_main(program: bytes, call_r: int, result_w: int) -> None:
     namespace: dict[str, Any] = {"__name__": "solution", "__builtins__": builtins}
     try:
         exec(compile(program, "solution.py", "exec"), namespace)  # noqa: S102 - the sandboxed program
-        answer: list[Any] = ["ok"]
+        answer: tuple[Any, ...] = ("ok",)
     except BaseException as exc:  # noqa: BLE001 - anything the program does is reported, not raised
-        answer = ["raise", _name(exc), _text(exc)]
+        answer = ("raise", _name(exc), _text(exc))
     _reply(result_w, answer)
     while True:
         try:
-            name, args, kwargs = read_frame(call_r, None)
-            call_args, call_kwargs = decode(args), decode(kwargs)
+            name, args, kwargs = marshal.loads(read_frame(call_r, None))
         except BaseException:
             os._exit(0)
         try:
-            result = namespace[name](*call_args, **call_kwargs)
-            try:
-                answer = ["ok", encode(result)]
-            except BaseException as exc:  # noqa: BLE001
-                answer = ["unencodable", _name(exc), _text(exc)]
+            result = namespace[name](*args, **kwargs)
+            answer = ("ok", result)
         except BaseException as exc:  # noqa: BLE001
-            answer = ["raise", _name(exc), _text(exc)]
+            answer = ("raise", _name(exc), _text(exc))
         _reply(result_w, answer)
 
 
@@ -180,11 +182,11 @@ def _text(exc: BaseException) -> str:
         return ""
 
 
-def _reply(fd: int, answer: list[Any]) -> None:
+def _reply(fd: int, answer: tuple[Any, ...]) -> None:
     try:
-        payload = json.dumps(answer).encode()
-    except BaseException:  # noqa: BLE001 - e.g. an int too long to print
-        payload = json.dumps(["unencodable", "ValueError", "result cannot be serialised"]).encode()
+        payload = pack(answer)
+    except BaseException as exc:  # noqa: BLE001 - not plain data, or nested too deep
+        payload = pack(("unencodable", _name(exc), type(answer[-1]).__name__))
     try:
         write_frame(fd, payload, time.monotonic() + 3600)
     except BaseException:
@@ -199,50 +201,43 @@ class Child:
         self.pid, self.call_w, self.result_r, self.deadline = pid, call_w, result_r, deadline
         self.gone: str | None = None
 
-    def ask(self, frame: Any) -> Any:
+    def ask(self, frame: tuple[Any, ...]) -> tuple[Any, ...]:
         if self.gone is not None:
             raise CandidateError(self.gone)
         try:
-            payload = json.dumps(frame).encode()
-        except (TypeError, ValueError) as exc:
+            payload = pack(frame)
+        except (ValueError, RecursionError) as exc:
             raise HarnessError(f"test arguments are not plain data: {exc}") from None
         try:
             write_frame(self.call_w, payload, self.deadline)
-            answer = read_frame(self.result_r, self.deadline)
+            answer = unpack(read_frame(self.result_r, self.deadline))
         except TimeoutError:
             self.stop("timeout")
             raise CandidateError("timeout") from None
         except (OSError, EOFError):
             self.stop("the program exited")
             raise CandidateError("the program exited") from None
-        except (ValueError, RecursionError, MemoryError):
+        except (ValueError, TypeError, RecursionError, MemoryError):  # what unpack raises on junk
             self.stop("malformed answer")
             raise CandidateError("malformed answer") from None
-        if type(answer) is not list or not answer or type(answer[0]) is not str:
+        if type(answer) is not tuple or not answer or type(answer[0]) is not str:
             self.stop("malformed answer")
             raise CandidateError("malformed answer")
         return answer
 
     def call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        try:
-            frame = [name, encode(args), encode(kwargs)]
-        except RecursionError:  # only a result of the program's can nest this deep
-            raise CandidateError("arguments nested too deep") from None
-        except TypeError as exc:
-            raise HarnessError(f"test arguments are not plain data: {exc}") from None
-        answer = self.ask(frame)
+        answer = self.ask((name, args, kwargs))
         if answer[0] == "ok" and len(answer) == 2:
-            try:
-                return decode(answer[1])
-            except (ValueError, TypeError, RecursionError, MemoryError, OverflowError):
-                raise CandidateError("malformed result") from None
+            return answer[1]
         raise _rebuilt_exception(answer)
 
     def stop(self, reason: str) -> None:
         if self.gone is None:
             self.gone = reason
-            with contextlib.suppress(OSError):
-                os.kill(self.pid, signal.SIGKILL)
+            try:  # noqa: SIM105 - contextlib would cost an import per response
+                os.kill(self.pid, _signal.SIGKILL)
+            except OSError:  # already gone
+                pass
 
 
 _CONTROL_FLOW = (StopIteration, StopAsyncIteration)
@@ -250,43 +245,27 @@ _CONTROL_FLOW = (StopIteration, StopAsyncIteration)
 early (`all(map(candidate, xs))` would pass)."""
 
 
-def _rebuilt_exception(answer: list[Any]) -> Exception:
+def _rebuilt_exception(answer: tuple[Any, ...]) -> Exception:
     """A builtin exception of the name the program raised (tests may expect one), else CandidateError."""
     name = answer[1] if len(answer) > 1 and type(answer[1]) is str else ""
     text = answer[2] if len(answer) > 2 and type(answer[2]) is str else ""
     kind = getattr(builtins, name, None) if answer[0] == "raise" else None
     if isinstance(kind, type) and issubclass(kind, Exception) and not issubclass(kind, _CONTROL_FLOW):
-        with contextlib.suppress(Exception):  # some need more arguments (UnicodeDecodeError)
+        try:
             return kind(text[:MESSAGE_CHARS])
+        except Exception:  # noqa: BLE001 - some need more arguments (UnicodeDecodeError)
+            pass
     return CandidateError(f"{answer[0]}: {name}: {text}"[:MESSAGE_CHARS])
-
-
-def split_tests(tests: str) -> tuple[list[Any], list[bool]]:
-    """`check`'s body as compiled statements, and which of them are tests (hold a non-constant assert)."""
-    tree = ast.parse(tests)
-    checks = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "check"]
-    if not checks:
-        raise HarnessError("tests define no check(candidate)")
-    statements, is_test = [], []
-    for stmt in checks[-1].body:
-        statements.append(compile(ast.Module(body=[stmt], type_ignores=[]), "<tests>", "exec"))
-        asserts = [node for node in ast.walk(stmt) if isinstance(node, ast.Assert)]
-        is_test.append(any(not isinstance(node.test, ast.Constant) for node in asserts))
-    if not any(is_test):
-        is_test = [True] * len(is_test)
-    return statements, is_test
 
 
 def run_tests(child: Child, secret: dict[str, Any]) -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": "tests", "__builtins__": builtins}
     try:
-        if secret["prompt"]:
-            # A prompt that is only the start of a program is skipped: the tests must not need it.
-            with contextlib.suppress(SyntaxError):
-                exec(compile(secret["prompt"], "<prompt>", "exec"), namespace)  # noqa: S102 - task data
-        exec(compile(secret["setup"] or "", "<setup>", "exec"), namespace)  # noqa: S102
+        exec(compile(secret["prompt"], "<prompt>", "exec"), namespace)  # noqa: S102 - task data
+        exec(compile(secret["setup"], "<setup>", "exec"), namespace)  # noqa: S102
         exec(compile(secret["tests"], "<tests>", "exec"), namespace)  # noqa: S102
-        statements, is_test = split_tests(secret["tests"])
+        statements = [compile(source, "<tests>", "exec") for source in secret["statements"]]
+        is_test = secret["is_test"]
     except Exception as exc:  # noqa: BLE001 - gold data the harness cannot run
         raise HarnessError(f"cannot prepare the tests: {type(exc).__name__}: {exc}") from None
     entry = secret["entry_point"]
@@ -296,9 +275,9 @@ def run_tests(child: Child, secret: dict[str, Any]) -> dict[str, Any]:
 
     namespace["candidate"] = namespace[entry] = candidate  # tests may also call it by name
     try:
-        loaded = child.ask(["load"])
+        loaded = child.ask(("load",))
     except CandidateError as exc:
-        loaded = ["raise", "timeout" if str(exc) == "timeout" else "exited", ""]
+        loaded = ("raise", "timeout" if str(exc) == "timeout" else "exited", "")
     if loaded[0] != "ok":
         kind = loaded[1] if len(loaded) > 1 and type(loaded[1]) is str else ""
         status = {"SyntaxError": "syntax_error", "IndentationError": "syntax_error", "TabError": "syntax_error",
@@ -339,10 +318,10 @@ def main() -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
         sys.exit("harness: cannot make itself non-dumpable")
-    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    _signal.signal(_signal.SIGPIPE, _signal.SIG_IGN)
     # SIGINT would raise KeyboardInterrupt inside a test statement; every other signal the child may
     # send kills the parent (no verdict, a model failure).
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
     verdict_fd = os.dup(1)
     program = read_program()
     call_r, call_w = os.pipe()
@@ -357,15 +336,16 @@ def main() -> None:
     os.close(result_w)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 1)  # a test's own prints must not mix with the verdict
-    secret = json.loads(sys.stdin.buffer.read())
+    secret = marshal.loads(read_rest(0))
     child = Child(pid, call_w, result_r, time.monotonic() + float(secret["budget_s"]))
     try:
         verdict = run_tests(child, secret)
     except Exception as exc:  # noqa: BLE001 - HarnessError, or a bug here: never the program's doing
         verdict = {"status": "harness_error", "tests": [], "message": f"{type(exc).__name__}: {exc}"[:500]}
     child.stop("done")
-    verdict["nonce"] = secret["nonce"]
-    os.write(verdict_fd, (json.dumps(verdict) + "\n").encode())
+    line = [secret["nonce"], verdict["status"], ",".join(verdict["tests"]) or "-",
+            verdict["message"].encode("utf-8", "replace").hex() or "-"]  # fmt: skip
+    os.write(verdict_fd, (" ".join(line) + "\n").encode())
     os._exit(0)
 
 

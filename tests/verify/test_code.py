@@ -13,9 +13,16 @@ from posttrain.sandbox.background import run_blocking
 from posttrain.sandbox.spec import sandbox_error
 from posttrain.types import ErrorKind, Score, Task
 from posttrain.verify import Grader
-from posttrain.verify.base import score_many_safely
-from posttrain.verify.code import CodeTestsVerifier, assemble, extract_code, normalize_output
-from posttrain.verify.code_harness import decode, encode, split_tests
+from posttrain.verify.base import GoldError, score_many_safely
+from posttrain.verify.code import (
+    CodeTestsVerifier,
+    assemble,
+    extract_code,
+    normalize_output,
+    prompt_for_tests,
+    split_tests,
+)
+from posttrain.verify.code_harness import pack, unpack
 from posttrain.verify.configs import CodeTestsConfig, ExactConfig
 from posttrain.verify.executor import ExecutorConfig
 from tests.verify.code_fixtures import (
@@ -61,31 +68,46 @@ def test_output_comparison_ignores_trailing_whitespace_only() -> None:
 
 def test_results_round_trip_as_exact_builtin_types() -> None:
     value = [1, 2.5, float("inf"), "s", None, True, (1, (2,)), {"k": {1, 2}}, frozenset({3}), b"\x00", 1j]
-    decoded = decode(encode(value))
+    decoded = unpack(pack(value))
     assert decoded == value
     assert [type(v) for v in decoded] == [type(v) for v in value]
     assert type(decoded[6]) is tuple and type(decoded[7]["k"]) is set
 
 
-def test_objects_that_are_not_plain_data_cannot_be_encoded() -> None:
+def test_objects_that_are_not_plain_data_are_refused() -> None:
     class Liar(int):
         def __eq__(self, other: object) -> bool:
             return True
 
         __hash__ = int.__hash__
 
-    for value in (Liar(0), [Liar(1)], {"k": object()}, iter([])):
-        with pytest.raises(TypeError):
-            encode(value)
-    for data in ({"a": 1}, ["x", []], ["l"], ["d", [[["l", []], 1]]]):
-        with pytest.raises((ValueError, TypeError)):
-            decode(data)
+    deep: list[object] = []
+    for _ in range(500):
+        deep = [deep]
+    for value in (Liar(0), [Liar(1)], {"k": object()}, iter([]), deep):
+        with pytest.raises(ValueError):
+            pack(value)
+    import marshal
+
+    for data in (marshal.dumps(compile("1", "x", "eval")), marshal.dumps([...]), b"\xff\xfe", b""):
+        with pytest.raises((ValueError, EOFError, TypeError)):
+            unpack(data)
 
 
 def test_check_is_split_into_statements_and_constant_asserts_are_not_tests() -> None:
     statements, is_test = split_tests(TESTS)
-    assert len(statements) == 5
-    assert is_test == [False, True, False, True, True]
+    assert statements[1] == "assert candidate(1) == 2"
+    assert is_test == (False, True, False, True, True)
+    for tests in ("assert True", "def check(candidate):\n    return\n", "def check(:"):
+        with pytest.raises(GoldError):
+            split_tests(tests)
+
+
+def test_the_prompt_is_sent_only_when_the_tests_use_what_it_defines() -> None:
+    prompt = "import math\nfrom typing import List\n\ndef poly(xs):\n    return 0\n\ndef f(xs):\n    \"\"\"d\"\"\"\n"
+    assert prompt_for_tests(prompt, "f", "def check(candidate):\n    assert candidate([1])\n", "") == ""
+    assert prompt_for_tests(prompt, "f", "def check(candidate):\n    assert poly(candidate([1]))\n", "") == prompt
+    assert prompt_for_tests(prompt, "f", "def check(c):\n    assert math.isclose(c(1), 1)\n", "") == prompt
 
 
 def test_a_batch_verifier_that_breaks_its_contract_gives_infra_scores() -> None:
@@ -123,7 +145,7 @@ def test_a_sandbox_error_is_infra_and_a_run_without_verdict_is_the_models() -> N
         return asyncio.run(unstarted._score_function(FakePool(result), gold, "def f(x): return x + 1"))  # type: ignore[arg-type]
 
     assert grade(sandbox_error("supervisor died")).error is ErrorKind.INFRA
-    forged = b'{"status": "ok", "tests": ["pass", "pass", "pass"], "nonce": "guess"}\n'
+    forged = b"0123456789abcdef0123456789abcdef ok pass,pass,pass -\n"
     for result in (ExecResult(status="ok", exit_code=0, stdout=forged), ExecResult(status="timeout_wall"),
                    ExecResult(status="memory_limit"), ExecResult(status="runtime_error", signal=9)):  # fmt: skip
         score = grade(result)
