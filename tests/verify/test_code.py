@@ -245,6 +245,7 @@ def test_a_batch_runs_concurrently_in_the_pool(verifier: CodeTestsVerifier) -> N
     finally:
         del pool.run
     assert all(s.passed for s in scores)
+    assert "marshal.loads" in verifier._harness[-1]  # runs load the harness compiled once, not its source
     assert peak[0] == 6  # every item was in flight at once (the pool queues what it cannot run yet)
 
 
