@@ -188,7 +188,8 @@ class CodeTestsVerifier:
                                 memory_mb=config.memory_mb + HARNESS_MEMORY_MB,
                                 max_output_bytes=MAX_OUTPUT_BYTES)  # fmt: skip
         self._starting: asyncio.Future[SandboxPool] | None = None
-        self._harness: list[str] = [*PYTHON, "-c", HARNESS_SOURCE]
+        self._harness: list[str] = []
+        """The harness's argv, set when the pool starts."""
 
     def score(self, task: Task, response: str) -> Score:
         return self.score_many([(task, response)])[0]
@@ -224,12 +225,16 @@ class CodeTestsVerifier:
 
     async def _start(self) -> SandboxPool:
         """A started pool; the harness compiled once by the sandbox's own interpreter, so that each run
-        loads bytecode instead of compiling the source again (about 3 ms per response)."""
+        loads bytecode instead of compiling the source again (about 3 ms per response). A sandbox that
+        cannot do that could grade no program, so it raises (every score of the batch is infra)."""
         pool = await SandboxPool(self.spec, self.pool_size).start()
         compiled = await pool.run([*PYTHON, "-c", _COMPILE], stdin=HARNESS_SOURCE.encode())
-        if compiled.ok and compiled.stdout and compiled.stdout_bytes == len(compiled.stdout):
-            loader = f"import marshal; exec(marshal.loads(bytes.fromhex('{compiled.stdout.hex()}')))"
-            self._harness = [*PYTHON, "-c", loader]
+        if not compiled.ok or not compiled.stdout or compiled.stdout_bytes != len(compiled.stdout):
+            await pool.close()  # no program could be graded here: every score of the batch is infra
+            raise RuntimeError(f"the sandbox's python3 cannot compile the harness: {compiled.status} "
+                               f"{compiled.error} {compiled.stderr[-300:]!r}")  # fmt: skip
+        loader = f"import marshal; exec(marshal.loads(bytes.fromhex('{compiled.stdout.hex()}')))"
+        self._harness = [*PYTHON, "-c", loader]
         return pool
 
     async def _score_all(self, items: Sequence[tuple[Task, str]]) -> list[Score]:
@@ -281,7 +286,7 @@ class CodeTestsVerifier:
                 tests.append("not_run")
                 continue
             stdin = str(case.get("stdin", "")).encode()
-            result = await pool.run(["python3", "-I", "main.py"], files={"main.py": program}, stdin=stdin,
+            result = await pool.run([*PYTHON, "main.py"], files={"main.py": program}, stdin=stdin,
                                     timeout_s=remaining)  # fmt: skip
             if result.status == "sandbox_error":
                 return Score.infra(f"sandbox error: {result.error}"[:500])

@@ -212,6 +212,18 @@ def test_tests_that_cannot_run_on_any_program_are_infra(verifier: CodeTestsVerif
 
 
 @requires_bwrap
+def test_a_sandbox_that_cannot_run_the_harness_gives_infra_scores(monkeypatch: pytest.MonkeyPatch) -> None:
+    import posttrain.verify.code as code
+
+    monkeypatch.setattr(code, "_COMPILE", "import sys; sys.exit(1)")  # as if python3 were broken there
+    broken = CodeTestsVerifier(CodeTestsConfig(timeout_s=2.0), pool_size=1)
+    task = function_task(TESTS)
+    scores = broken.score_many([(task, "def f(x):\n    return x + 1")] * 2)
+    assert [s.error for s in scores] == [ErrorKind.INFRA, ErrorKind.INFRA]
+    broken.close()
+
+
+@requires_bwrap
 def test_io_style_compares_stdout_per_case(verifier: CodeTestsVerifier) -> None:  # noqa: F811
     task = io_task([("1 2\n", "3\n"), ("5 5\n", "10")])
     program = "```python\na, b = map(int, input().split())\nprint(a + b, '  ')\n```"
