@@ -1,6 +1,6 @@
 """`CodeTestsVerifier` (`code_tests`): a program from the response run against the task's tests in the sandbox.
 
-`Task.gold` (JSON): `language` ("python"), `style` ("function" | "io"), `prompt`, `entry_point`, `tests`
+`Task.gold` (a dict, or its JSON text): `language` ("python"), `style` ("function" | "io"), `prompt`, `entry_point`, `tests`
 (source defining `check(candidate)`), `setup` (run in the tests' namespace first) and, for style io,
 `cases` ([{"stdin", "stdout"}]). The program is the response's last ```python (or bare ```) block, else
 the whole text; with a prompt, code that defines `def <entry_point>` at top level is a full program and
@@ -17,8 +17,8 @@ items of `score_many` at once.
 Failure attribution: a wrong answer, a syntax error, a crash, a timeout, running out of memory or a run
 that leaves no verdict is a model failure (reward 0, or the fraction of tests passed with
 `partial_credit`); a `sandbox_error`, a pool that cannot start, gold the harness cannot run, or a harness
-bug is `Score.infra`. Details: `status`, `tests_passed`, `tests_total`, `tests` (one status per test), `run` (the sandbox
-status of the run) and `note`.
+bug is `Score.infra`. Details: `status`, `tests_passed`, `tests_total`, `tests` (one status per test),
+`run` (the sandbox status of the run) and `note`.
 Not here: the task families (`posttrain.tasks`), retries of infra scores (the reward stage).
 """
 
