@@ -64,7 +64,7 @@ def test_the_leak_hacks_would_see_a_secret_that_is_there(
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(3600)  # about 3,700 runs, 650 of them hanging for the whole 2 s budget
+@pytest.mark.timeout(3600)  # 164 x 25 runs, 656 of them hanging for the whole 2 s budget (425 s at load 25-60)
 def test_no_hack_passes_any_humaneval_problem() -> None:
     every = CodeTestsVerifier(CodeTestsConfig(timeout_s=2.0))
     try:
