@@ -18,8 +18,9 @@ BENCHMARKS: dict[str, str] = {
     "learning": "posttrain.bench.learning",
     "agents": "posttrain.bench.agents",
     "terminal": "posttrain.bench.terminal",
+    "code": "posttrain.bench.code",
 }
-ALL = ("sandbox", "curriculum", "rollout", "pipeline", "agents", "terminal")
+ALL = ("sandbox", "curriculum", "rollout", "pipeline", "agents", "terminal", "code")
 """What `bench all` runs: `learning` trains four runs (about 12 minutes) and is run on its own."""
 
 

@@ -2,14 +2,15 @@
 
 `score(task, response) -> Score` is deterministic and never raises for any response text (empty,
 garbage, invalid code points, megabytes long): a bad response is a model failure, a broken verifier or
-worker is an infra failure. Callers grade through `posttrain.verify.grader.Grader`, which sends a
+worker is an infra failure. A verifier that grades a batch faster than item by item (programs run
+concurrently in a sandbox pool) also implements `score_many(items) -> list[Score]` (`BatchVerifier`). Callers grade through `posttrain.verify.grader.Grader`, which sends a
 verifier that needs a main thread (math-verify) to a worker process when it cannot score inline.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar, runtime_checkable
 
 from posttrain.types import Score, Task
@@ -24,6 +25,29 @@ class Verifier(Protocol):
     def score(self, task: Task, response: str) -> Score:
         """Deterministic grade; never raises."""
         ...
+
+
+@runtime_checkable
+class BatchVerifier(Verifier, Protocol):
+    """A verifier that grades many responses at once; same contract as `score`, one Score per item."""
+
+    def score_many(self, items: Sequence[tuple[Task, str]]) -> list[Score]:
+        """One Score per (task, response), in order; never raises."""
+        ...
+
+
+def score_many_safely(verifier: BatchVerifier, items: Sequence[tuple[Task, object]]) -> list[Score]:
+    """`verifier.score_many` with `score_safely`'s guarantees, item by item: any exception, or an answer
+    that is not one Score per item, makes every item an infra failure."""
+    texts = [(task, r if isinstance(r, str) else ("" if r is None else str(r))) for task, r in items]
+    name = type(verifier).__name__
+    try:
+        scores = verifier.score_many(texts)
+    except Exception as exc:  # the contract says never raise; a raise is a bug in the verifier
+        return [Score.infra(f"{name} raised {type(exc).__name__}: {exc}"[:500]) for _ in items]
+    if not isinstance(scores, list) or len(scores) != len(items) or not all(isinstance(s, Score) for s in scores):
+        return [Score.infra(f"{name}.score_many did not return one Score per item") for _ in items]
+    return scores
 
 
 def score_safely(verifier: Verifier, task: Task, response: object) -> Score:

@@ -12,8 +12,10 @@ from posttrain.plugins import Builders, plugin_builder
 from posttrain.types import Score, Task
 from posttrain.verify.base import Verifier
 from posttrain.verify.bfcl_ast import BfclAstVerifier
+from posttrain.verify.code import CodeTestsVerifier
 from posttrain.verify.configs import (
     BfclAstConfig,
+    CodeTestsConfig,
     EnvironmentConfig,
     ExactConfig,
     MathConfig,
@@ -30,6 +32,7 @@ from posttrain.verify.text import ExactVerifier, NormalizedVerifier, NumericVeri
 BUILDERS: Builders[Verifier] = Builders("verifier", {
     ExactConfig: ExactVerifier, NormalizedConfig: NormalizedVerifier, NumericConfig: NumericVerifier,
     MathConfig: MathVerifier, ReasoningGymConfig: ReasoningGymVerifier, BfclAstConfig: BfclAstVerifier,
+    CodeTestsConfig: CodeTestsVerifier,
     EnvironmentConfig: lambda _config: UnboundEpisodeVerifier(),
     PluginVerifierConfig: plugin_builder(Verifier, "Verifier"),
 })

@@ -2,8 +2,9 @@
 
 Each config is frozen and tagged by `kind`; `posttrain.verify.build_verifier` maps a config to its
 implementation. Answer extraction is a field of the text-matching verifiers. A config also declares
-what its verifier needs to run (`needs_main_thread`: math-verify's `signal.alarm`); the `Grader` reads
-that to pick an executor, so no verifier starts processes of its own.
+what its verifier needs to run (`needs_main_thread`: math-verify's `signal.alarm`; `runs_in_sandbox`:
+programs graded in batches through a sandbox pool); the `Grader` reads that to pick an executor, so no
+verifier starts worker processes of its own.
 """
 
 from __future__ import annotations
@@ -30,6 +31,13 @@ class _VerifierConfig(StrictModel):
     @property
     def needs_main_thread(self) -> bool:
         """Whether the verifier only works in a process's main thread."""
+        return False
+
+    @property
+    def runs_in_sandbox(self) -> bool:
+        """Whether the verifier runs programs in its own sandbox pool and grades a batch concurrently
+        (`score_many`): the `Grader` then scores its items in one batch in the calling thread, never in
+        worker processes (which would each start a pool and score one item at a time)."""
         return False
 
 
@@ -104,6 +112,10 @@ class CodeTestsConfig(_VerifierConfig):
     """Memory for the program under test."""
     partial_credit: bool = False
     """Reward the fraction of tests passed; when False the reward is 1.0 only when every test passes."""
+
+    @property
+    def runs_in_sandbox(self) -> bool:
+        return True
 
 
 class EnvironmentConfig(_VerifierConfig):

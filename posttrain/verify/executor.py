@@ -14,7 +14,8 @@ Guarantees:
 - A worker that dies, or spends longer than `item_timeout_s` on one item, is killed and replaced; the
   item it was on gets `Score.infra(...)` (never a model failure) and the rest of its chunk is re-queued.
 - `InlineExecutor` uses the same verifier cache with no isolation; there a hang is not bounded.
-Not here: retries of infra failures (the reward stage decides), async APIs, sandboxes.
+Not here: retries of infra failures (the reward stage decides), async APIs, sandboxes (a verifier whose
+config `runs_in_sandbox` brings its own pool and is scored inline, see `posttrain.verify.grader`).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from pydantic import Field
 
 from posttrain.config import StrictModel
 from posttrain.types import Score, Task
-from posttrain.verify.base import Verifier, score_safely
+from posttrain.verify.base import BatchVerifier, Verifier, score_many_safely, score_safely
 from posttrain.verify.build import build_verifier
 from posttrain.verify.configs import VerifierConfig
 
@@ -73,16 +74,27 @@ class VerifierCache:
         self._built: dict[str, Verifier | str] = {}
 
     def score(self, task: Task, response: str, config: VerifierConfig, key: str | None = None) -> Score:
-        key = key or config_key(config)
+        verifier = self._verifier(config, key or config_key(config))
+        if isinstance(verifier, str):
+            return Score.infra(verifier)
+        return score_safely(verifier, task, response)
+
+    def score_many(self, pairs: Sequence[tuple[Task, str]], config: VerifierConfig, key: str) -> list[Score]:
+        """Pairs graded by one verifier: in one `score_many` call when it has one, else one by one."""
+        verifier = self._verifier(config, key)
+        if isinstance(verifier, str):
+            return [Score.infra(verifier) for _ in pairs]
+        if isinstance(verifier, BatchVerifier):
+            return score_many_safely(verifier, pairs)
+        return [score_safely(verifier, task, response) for task, response in pairs]
+
+    def _verifier(self, config: VerifierConfig, key: str) -> Verifier | str:
         if key not in self._built:
             try:
                 self._built[key] = build_verifier(config)
             except Exception as exc:
                 self._built[key] = f"cannot build {config.kind} verifier: {exc}"[:500]
-        verifier = self._built[key]
-        if isinstance(verifier, str):
-            return Score.infra(verifier)
-        return score_safely(verifier, task, response)
+        return self._built[key]
 
 
 def worker_main(fd: int) -> None:
@@ -172,14 +184,23 @@ class _Batch:
 
 
 class InlineExecutor:
-    """Scores in the calling thread, verifiers cached by config."""
+    """Scores in the calling thread, verifiers cached by config; the items of a verifier with
+    `score_many` go to it in one call (a sandboxed verifier runs them concurrently)."""
 
     def __init__(self) -> None:
         self._cache = VerifierCache()
 
     def score_batch(self, items: Sequence[VerifyItem]) -> list[Score]:
         """One Score per item, in order."""
-        return [self._cache.score(task, response, cfg) for task, response, cfg in items]
+        keys = [config_key(cfg) for _, _, cfg in items]
+        results: list[Score] = [Score.infra("unscored")] * len(items)
+        for key in dict.fromkeys(keys):
+            positions = [p for p, k in enumerate(keys) if k == key]
+            pairs = [(items[p][0], items[p][1]) for p in positions]
+            scores = self._cache.score_many(pairs, items[positions[0]][2], key)
+            for position, score in zip(positions, scores, strict=True):
+                results[position] = score
+        return results
 
     def close(self) -> None:
         """Nothing to release."""

@@ -4,8 +4,10 @@ It looks up each task's verifier config by domain id (a callable the caller give
 `DomainRegistry.verifier_config`), and hands the items to an executor: the worker pool when
 `ExecutorConfig.num_workers > 0`, else inline in the calling thread. An item whose verifier config
 `needs_main_thread` is never scored inline off the main thread: it goes to a one-worker pool that the
-grader starts on first need and stops in `close()`. Verifiers are built once per config and cached
-by whichever executor scores them.
+grader starts on first need and stops in `close()`. An item whose config `runs_in_sandbox` is always
+scored inline, all such items of a call in one `score_many` batch per verifier (its programs run
+concurrently in the verifier's sandbox pool, not one per worker process). Verifiers are built once per
+config and cached by whichever executor scores them.
 
 Agent domains (verifier kind `environment`) are graded by running their environment on the response as
 the episode's assistant messages: `grade` passes `[response]`, `grade_turns` a list of messages, to the
@@ -81,17 +83,23 @@ class Grader:
             return Score.infra(f"episode scorer failed: {type(exc).__name__}: {exc}")
 
     def _grade_items(self, items: list[VerifyItem]) -> list[Score]:
-        if not items:
-            return []
-        if self._pool is not None:
-            return self._pool.score_batch(items)
         off_main = threading.current_thread() is not threading.main_thread()
-        routed = [off_main and cfg.needs_main_thread for _, _, cfg in items]
-        if not any(routed):
-            return self._inline.score_batch(items)
-        inline = iter(self._inline.score_batch([it for it, r in zip(items, routed, strict=True) if not r]))
-        pooled = iter(self._main_thread_workers().score_batch([it for it, r in zip(items, routed, strict=True) if r]))
-        return [next(pooled) if r else next(inline) for r in routed]
+        routes = [self._route(cfg, off_main) for _, _, cfg in items]
+        results: list[Score] = [Score.infra("unscored")] * len(items)
+        for route in dict.fromkeys(routes):
+            positions = [p for p, r in enumerate(routes) if r == route]
+            for position, score in zip(positions, route.score_batch([items[p] for p in positions]), strict=True):
+                results[position] = score
+        return results
+
+    def _route(self, config: VerifierConfig, off_main: bool) -> InlineExecutor | WorkerPool:
+        """Sandboxed verifiers inline (they batch through their own pool), else the worker pool when
+        there is one, a main-thread worker for main-thread verifiers off the main thread, else inline."""
+        if config.runs_in_sandbox:
+            return self._inline
+        if self._pool is not None:
+            return self._pool
+        return self._main_thread_workers() if off_main and config.needs_main_thread else self._inline
 
     def _main_thread_workers(self) -> WorkerPool:
         with self._lock:

@@ -1,0 +1,353 @@
+"""The trusted test harness of `code_tests` (function style); run inside the sandbox as `python3 -I -c <this source>`.
+
+Stdlib only, and only modules that cost nothing to import (`marshal`, `_signal`, `select`, `ctypes`): an
+interpreter is started per response. The host passes this file's source on the command line, so nothing
+of it sits in the sandbox's workspace. Protocol on stdin: `<n>\\n`, then the n bytes of the program, then
+the secret part as `marshal` data (`nonce`, `prompt`, `setup`, `tests`, `statements`, `is_test`,
+`entry_point`, `budget_s`; the host splits `check`'s body into `statements`, see `posttrain.verify.code`).
+
+Guarantees (the threat model is in docs/sandbox.md, "Code verification"):
+- The parent makes itself non-dumpable, reads exactly the program, then forks the child that runs it:
+  the child's memory never held the tests or the nonce, and it gets /dev/null for stdin, stdout and
+  stderr and no other descriptor but its two private pipes.
+- The child loads the program only when the parent has prepared the tests, and answers calls with
+  results as `marshal` data, which holds only exact builtin types (a subclass is refused); the parent
+  decodes them into fresh objects and accepts only plain data (`unpack`), so no object of the program's
+  (a lying `__eq__`, a patched builtin) exists on its side.
+- The parent runs `check`'s body statement by statement against a proxy of the entry point and writes
+  one verdict line (`<nonce> <status> <test,statuses> <message hex>`) on a duplicate of its stdout made
+  before the fork (its own stdout is /dev/null while tests run). A verdict is written only by this code; a program that kills,
+  stops or starves the parent leaves no verdict, which the host grades as a failure.
+Not here: assembling the program or grading the verdict (`posttrain.verify.code`).
+"""
+
+from __future__ import annotations
+
+import _signal
+import builtins
+import ctypes
+import marshal
+import os
+import select
+import sys
+import time
+
+TYPE_CHECKING = False  # `typing` costs milliseconds to import, paid per response
+if TYPE_CHECKING:
+    from typing import Any
+
+PR_SET_DUMPABLE = 4
+MAX_FRAME_BYTES = 16 << 20
+"""Largest encoded call or result; a larger result is the program's failure."""
+MESSAGE_CHARS = 200
+
+
+class HarnessError(Exception):
+    """The harness cannot run these tests (bad gold data or a harness bug): never the program's fault."""
+
+
+class CandidateError(Exception):
+    """The program raised, exited, hung, or returned something that is not plain data."""
+
+
+MARSHAL_VERSION = 4
+_ATOMS = (type(None), bool, int, float, complex, str, bytes)
+_CONTAINERS = (list, tuple, set, frozenset)
+MAX_DEPTH = 200
+"""Deepest nesting of a result the parent accepts."""
+
+
+def pack(value: Any) -> bytes:
+    """`value` as marshal data; `ValueError` unless it is built only of exact builtin types."""
+    if not is_plain(value):
+        raise ValueError(f"not plain data: {type(value).__name__}")
+    return marshal.dumps(value, MARSHAL_VERSION)
+
+
+def unpack(data: bytes) -> Any:
+    """The value `pack` wrote, as fresh builtins; `ValueError` for anything else (code objects, ...)."""
+    value = marshal.loads(data)
+    if not is_plain(value):
+        raise ValueError("not plain data")
+    return value
+
+
+def is_plain(value: Any, depth: int = 0) -> bool:
+    """Built only of None, bool, int, float, complex, str, bytes, list, tuple, set, frozenset and dict,
+    exactly (no subclasses), at most `MAX_DEPTH` deep."""
+    kind = type(value)
+    if kind in _ATOMS:
+        return True
+    if depth >= MAX_DEPTH:
+        return False
+    if kind in _CONTAINERS:
+        return all(is_plain(item, depth + 1) for item in value)
+    if kind is dict:
+        return all(is_plain(k, depth + 1) and is_plain(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def write_frame(fd: int, payload: bytes, deadline: float) -> None:
+    """Length-prefixed frame; `TimeoutError` if the reader does not take it by `deadline`."""
+    data = memoryview(len(payload).to_bytes(4, "big") + payload)
+    while data:
+        if not select.select([], [fd], [], max(0.0, deadline - time.monotonic()))[1]:
+            raise TimeoutError("write timed out")
+        data = data[os.write(fd, data[: 1 << 16]):]
+
+
+def read_exact(fd: int, size: int, deadline: float | None) -> bytes:
+    chunks, left = [], size
+    while left:
+        if deadline is not None and not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            raise TimeoutError("read timed out")
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            raise EOFError("pipe closed")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(fd: int, deadline: float | None) -> bytes:
+    size = int.from_bytes(read_exact(fd, 4, deadline), "big")
+    if size > MAX_FRAME_BYTES:
+        raise ValueError(f"frame of {size} bytes")
+    return read_exact(fd, size, deadline)
+
+
+def read_rest(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def read_program() -> bytes:
+    """Exactly the program: its length line byte by byte, then its bytes (nothing secret is read)."""
+    header = b""
+    while not header.endswith(b"\n"):
+        byte = os.read(0, 1)
+        if not byte or len(header) > 20:
+            raise HarnessError("bad program header")
+        header += byte
+    return read_exact(0, int(header), None)
+
+
+# ---------------------------------------------------------------- child: runs the program, answers calls
+def child_main(program: bytes, call_r: int, result_w: int) -> None:
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    keep = sorted((call_r, result_w))
+    os.closerange(3, keep[0])
+    os.closerange(keep[0] + 1, keep[1])
+    os.closerange(keep[1] + 1, 1 << 16)
+    _signal.signal(_signal.SIGPIPE, _signal.SIG_DFL)
+    _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+    try:
+        read_frame(call_r, None)  # "load": the parent has prepared the tests
+    except BaseException:
+        os._exit(0)
+    namespace: dict[str, Any] = {"__name__": "solution", "__builtins__": builtins}
+    try:
+        exec(compile(program, "solution.py", "exec"), namespace)  # noqa: S102 - the sandboxed program
+        answer: tuple[Any, ...] = ("ok",)
+    except BaseException as exc:  # noqa: BLE001 - anything the program does is reported, not raised
+        answer = ("raise", _name(exc), _text(exc))
+    _reply(result_w, answer)
+    while True:
+        try:
+            name, args, kwargs = marshal.loads(read_frame(call_r, None))
+        except BaseException:
+            os._exit(0)
+        try:
+            result = namespace[name](*args, **kwargs)
+            answer = ("ok", result)
+        except BaseException as exc:  # noqa: BLE001
+            answer = ("raise", _name(exc), _text(exc))
+        _reply(result_w, answer)
+
+
+def _name(exc: BaseException) -> str:
+    name = type(exc).__name__
+    return name if type(name) is str else "Exception"
+
+
+def _text(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+        return text[:MESSAGE_CHARS] if type(text) is str else ""
+    except BaseException:  # noqa: BLE001 - a __str__ that raises
+        return ""
+
+
+def _reply(fd: int, answer: tuple[Any, ...]) -> None:
+    try:
+        payload = pack(answer)
+    except BaseException as exc:  # noqa: BLE001 - not plain data, or nested too deep
+        payload = pack(("unencodable", _name(exc), type(answer[-1]).__name__))
+    try:
+        write_frame(fd, payload, time.monotonic() + 3600)
+    except BaseException:
+        os._exit(0)
+
+
+# ---------------------------------------------------------------- parent: trusted, runs the tests
+class Child:
+    """The program's process as seen by the parent: calls with a deadline, decoded results."""
+
+    def __init__(self, pid: int, call_w: int, result_r: int, deadline: float) -> None:
+        self.pid, self.call_w, self.result_r, self.deadline = pid, call_w, result_r, deadline
+        self.gone: str | None = None
+
+    def ask(self, frame: tuple[Any, ...]) -> tuple[Any, ...]:
+        if self.gone is not None:
+            raise CandidateError(self.gone)
+        try:
+            payload = pack(frame)
+        except (ValueError, RecursionError) as exc:
+            raise HarnessError(f"test arguments are not plain data: {exc}") from None
+        try:
+            write_frame(self.call_w, payload, self.deadline)
+            answer = unpack(read_frame(self.result_r, self.deadline))
+        except TimeoutError:
+            self.stop("timeout")
+            raise CandidateError("timeout") from None
+        except (OSError, EOFError):
+            self.stop("the program exited")
+            raise CandidateError("the program exited") from None
+        except (ValueError, TypeError, RecursionError, MemoryError):  # what unpack raises on junk
+            self.stop("malformed answer")
+            raise CandidateError("malformed answer") from None
+        if type(answer) is not tuple or not answer or type(answer[0]) is not str:
+            self.stop("malformed answer")
+            raise CandidateError("malformed answer")
+        return answer
+
+    def call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        answer = self.ask((name, args, kwargs))
+        if answer[0] == "ok" and len(answer) == 2:
+            return answer[1]
+        raise _rebuilt_exception(answer)
+
+    def stop(self, reason: str) -> None:
+        if self.gone is None:
+            self.gone = reason
+            try:  # noqa: SIM105 - contextlib would cost an import per response
+                os.kill(self.pid, _signal.SIGKILL)
+            except OSError:  # already gone
+                pass
+
+
+_CONTROL_FLOW = (StopIteration, StopAsyncIteration)
+"""Never rebuilt: raised from the candidate inside `map`/`all`/`any` they would end the tests' iteration
+early (`all(map(candidate, xs))` would pass)."""
+
+
+def _rebuilt_exception(answer: tuple[Any, ...]) -> Exception:
+    """A builtin exception of the name the program raised (tests may expect one), else CandidateError."""
+    name = answer[1] if len(answer) > 1 and type(answer[1]) is str else ""
+    text = answer[2] if len(answer) > 2 and type(answer[2]) is str else ""
+    kind = getattr(builtins, name, None) if answer[0] == "raise" else None
+    if isinstance(kind, type) and issubclass(kind, Exception) and not issubclass(kind, _CONTROL_FLOW):
+        try:
+            return kind(text[:MESSAGE_CHARS])
+        except Exception:  # noqa: BLE001 - some need more arguments (UnicodeDecodeError)
+            pass
+    return CandidateError(f"{answer[0]}: {name}: {text}"[:MESSAGE_CHARS])
+
+
+def run_tests(child: Child, secret: dict[str, Any]) -> dict[str, Any]:
+    namespace: dict[str, Any] = {"__name__": "tests", "__builtins__": builtins}
+    try:
+        exec(compile(secret["prompt"], "<prompt>", "exec"), namespace)  # noqa: S102 - task data
+        exec(compile(secret["setup"], "<setup>", "exec"), namespace)  # noqa: S102
+        exec(compile(secret["tests"], "<tests>", "exec"), namespace)  # noqa: S102
+        statements = [compile(source, "<tests>", "exec") for source in secret["statements"]]
+        is_test = secret["is_test"]
+    except Exception as exc:  # noqa: BLE001 - gold data the harness cannot run
+        raise HarnessError(f"cannot prepare the tests: {type(exc).__name__}: {exc}") from None
+    entry = secret["entry_point"]
+
+    def candidate(*args: Any, **kwargs: Any) -> Any:
+        return child.call(entry, args, kwargs)
+
+    namespace["candidate"] = namespace[entry] = candidate  # tests may also call it by name
+    try:
+        loaded = child.ask(("load",))
+    except CandidateError as exc:
+        loaded = ("raise", "timeout" if str(exc) == "timeout" else "exited", "")
+    if loaded[0] != "ok":
+        kind = loaded[1] if len(loaded) > 1 and type(loaded[1]) is str else ""
+        status = {"SyntaxError": "syntax_error", "IndentationError": "syntax_error", "TabError": "syntax_error",
+                  "timeout": "timeout"}.get(kind, "load_error")
+        message = f"{kind}: {loaded[2] if len(loaded) > 2 else ''}"[:MESSAGE_CHARS]
+        return {"status": status, "tests": ["error"] * sum(is_test), "message": message}
+    results: list[str] = []
+    failed_outside = ""
+    for statement, counts in zip(statements, is_test, strict=True):
+        if child.gone == "timeout":
+            results += ["not_run"] * counts
+            continue
+        outcome, note = _run_statement(statement, namespace)
+        if counts:
+            results.append(outcome)
+        elif outcome != "pass":
+            failed_outside = failed_outside or f"a statement outside the asserts: {note}"[:MESSAGE_CHARS]
+    status = "timeout" if child.gone == "timeout" else ("statement_failed" if failed_outside else "ok")
+    return {"status": status, "tests": results, "message": failed_outside}
+
+
+def _run_statement(statement: Any, namespace: dict[str, Any]) -> tuple[str, str]:
+    """(`pass` | `fail` | `error` | `timeout`, what was raised) for one statement of `check`."""
+    try:
+        exec(statement, namespace)  # noqa: S102 - the task's tests
+        return "pass", ""
+    except HarnessError:
+        raise
+    except AssertionError:
+        return "fail", "AssertionError"
+    except CandidateError as exc:
+        return ("timeout" if str(exc) == "timeout" else "error"), str(exc)
+    except Exception as exc:  # noqa: BLE001 - the test raised on what the program returned
+        return "error", f"{type(exc).__name__}: {exc}"
+
+
+def main() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        sys.exit("harness: cannot make itself non-dumpable")
+    _signal.signal(_signal.SIGPIPE, _signal.SIG_IGN)
+    # SIGINT would raise KeyboardInterrupt inside a test statement; every other signal the child may
+    # send kills the parent (no verdict, a model failure).
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+    verdict_fd = os.dup(1)
+    program = read_program()
+    call_r, call_w = os.pipe()
+    result_r, result_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            child_main(program, call_r, result_w)
+        finally:
+            os._exit(0)
+    os.close(call_r)
+    os.close(result_w)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 1)  # a test's own prints must not mix with the verdict
+    secret = marshal.loads(read_rest(0))
+    child = Child(pid, call_w, result_r, time.monotonic() + float(secret["budget_s"]))
+    try:
+        verdict = run_tests(child, secret)
+    except Exception as exc:  # noqa: BLE001 - HarnessError, or a bug here: never the program's doing
+        verdict = {"status": "harness_error", "tests": [], "message": f"{type(exc).__name__}: {exc}"[:500]}
+    child.stop("done")
+    line = [secret["nonce"], verdict["status"], ",".join(verdict["tests"]) or "-",
+            verdict["message"].encode("utf-8", "replace").hex() or "-"]  # fmt: skip
+    os.write(verdict_fd, (" ".join(line) + "\n").encode())
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
