@@ -16,12 +16,11 @@ tool set checks that), running anything.
 from __future__ import annotations
 
 import json
-import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
-_BLOCK = re.compile(re.escape(OPEN) + r"(.*?)" + re.escape(CLOSE), re.DOTALL)
 MAX_CALLS = 16
 """Default cap on calls per assistant message; a policy emitting more is cut off with an error."""
 
@@ -69,6 +68,19 @@ def _read_call(raw: str, index: int) -> ToolCall | MalformedCall:
     return ToolCall(name, arguments, index)
 
 
+def _blocks(text: str) -> Iterator[tuple[int, int, str]]:
+    """(start, end, inner text) of each complete `<tool_call>...</tool_call>` block, in order: a block runs
+    from an opening tag to the next closing tag. Linear in the text, whatever it holds (a regex scan
+    restarting at every unclosed opening tag is quadratic)."""
+    end = 0
+    while (start := text.find(OPEN, end)) >= 0:
+        close = text.find(CLOSE, start + len(OPEN))
+        if close < 0:
+            return
+        end = close + len(CLOSE)
+        yield start, end, text[start + len(OPEN) : close]
+
+
 def parse_tool_calls(text: str, max_calls: int = MAX_CALLS) -> list[ToolCall | MalformedCall]:
     """Every `<tool_call>` block of an assistant message, in order, read as a call or as a malformed one.
 
@@ -77,13 +89,13 @@ def parse_tool_calls(text: str, max_calls: int = MAX_CALLS) -> list[ToolCall | M
     """
     items: list[ToolCall | MalformedCall] = []
     end = 0
-    for match in _BLOCK.finditer(text):
+    for _start, block_end, inner in _blocks(text):
         if len(items) == max_calls:
             items.append(MalformedCall("", f"more than {max_calls} tool calls in one message; the rest "
                                            "were not run", len(items)))  # fmt: skip
             return items
-        items.append(_read_call(match.group(1), len(items)))
-        end = match.end()
+        items.append(_read_call(inner, len(items)))
+        end = block_end
     tail = text.find(OPEN, end)
     if tail >= 0:
         items.append(MalformedCall(text[tail : tail + 200], "unterminated <tool_call> (no </tool_call>)", len(items)))
@@ -92,7 +104,11 @@ def parse_tool_calls(text: str, max_calls: int = MAX_CALLS) -> list[ToolCall | M
 
 def content_without_calls(text: str) -> str:
     """The message's text outside its tool-call blocks (an unterminated block runs to the end)."""
-    kept = _BLOCK.sub("", text)
+    pieces, end = [], 0
+    for start, block_end, _inner in _blocks(text):
+        pieces.append(text[end:start])
+        end = block_end
+    kept = "".join(pieces) + text[end:]
     tail = kept.find(OPEN)
     return (kept if tail < 0 else kept[:tail]).strip()
 

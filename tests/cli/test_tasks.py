@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from posttrain.cli import main
-from tests.fakes.code_exec import NEEDS_CODE_VERIFIER
 
 DOMAINS_YAML = "domains:\n  - family: {kind: arithmetic, ops: [add], levels: [easy]}\n  - family: {kind: lists, ops: [sort], levels: [easy]}\n"
 
@@ -72,7 +71,7 @@ CODE_YAML = "domains:\n  - family: {kind: code, families: [lists], levels: [easy
 EXEC_VERIFIER = "    verifier: {kind: plugin, plugin: 'tests.fakes.code_exec:make_exec_code_verifier'}\n"
 
 
-@pytest.mark.parametrize("verifier", [pytest.param("", marks=NEEDS_CODE_VERIFIER, id="code_tests"),
+@pytest.mark.parametrize("verifier", [pytest.param("", id="code_tests"),
                                       pytest.param(EXEC_VERIFIER, id="exec_stand_in")])  # fmt: skip
 def test_score_grades_code_domains(verifier: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from posttrain.tasks.pool import TaskPool

@@ -9,21 +9,12 @@ it checks that families' gold is right before (and independently of) the real ve
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from typing import Any
 
-import pytest
-
 from posttrain.types import Score, Task
-
-NEEDS_CODE_VERIFIER = pytest.mark.skipif(
-    importlib.util.find_spec("posttrain.verify.code") is None,
-    reason="the code_tests verifier (posttrain/verify/code.py) is not in this tree",
-)
-"""For tests that grade code domains through the real verifier: they run as soon as it exists."""
 
 DRIVER = r'''
 import json, re, subprocess, sys

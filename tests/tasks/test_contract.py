@@ -26,7 +26,6 @@ from posttrain.tasks.pool import TaskPool
 from posttrain.tasks.registry import DomainEntry, DomainRegistry, FamilyConfig, PluginFamilyConfig
 from posttrain.tasks.terminal.family import TerminalConfig, TerminalSource
 from posttrain.tasks.validate import validate_domain
-from tests.fakes.code_exec import NEEDS_CODE_VERIFIER
 
 JSONL_PATH = Path(__file__).parent / "data" / "tiny_gsm8k.jsonl"
 
@@ -56,8 +55,7 @@ def pool_for(kind: str) -> TaskPool:
     return TaskPool(DomainRegistry([DomainEntry(family=FAMILIES[kind])]), seed=3)  # type: ignore[arg-type]
 
 
-# Until the code verifier is in the tree, code gold is checked with plain exec (test_code_families.py).
-@pytest.mark.parametrize("kind", [pytest.param(k, marks=NEEDS_CODE_VERIFIER) if k == "code" else k for k in sorted(FAMILIES)])
+@pytest.mark.parametrize("kind", sorted(FAMILIES))
 def test_gold_one_empty_and_garbage_zero(kind: str) -> None:
     pool = pool_for(kind)
     for domain_id in pool.registry.ids():
