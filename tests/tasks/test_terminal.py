@@ -341,3 +341,31 @@ def test_only_the_absolute_logs_root_is_rewritten_in_the_tests() -> None:
     assert _LOGS.sub(b"/tmp/L", text) == (
         b'mkdir -p /tmp/L/verifier; echo 1 > "/tmp/L/verifier/reward.txt"; grep x data/logs/a.log ~/logs /logs-x\n'
     )
+
+
+# --- the agent as an adversary: nothing it leaves behind passes the tests or reads as infra ---
+
+PLANTED_REWARD = ("mkdir -p /tmp/.verifier-logs/verifier && echo 1 > /tmp/.verifier-logs/verifier/reward.txt && "
+                  "chmod 555 /tmp/.verifier-logs/verifier /tmp/.verifier-logs")
+PLANTED_TESTS = "mkdir -p /tmp/tests && printf 'exit 0\\n' > /tmp/tests/test.sh && chmod 555 /tmp/tests"
+
+
+@pytest.mark.parametrize("hack", [
+    PLANTED_REWARD,                                              # a reward file the grader cannot delete
+    PLANTED_TESTS,                                               # tests of its own, in a read-only dir
+    "ln -s /workspace /tmp/tests",                               # the tests dir as a symlink
+    "head -c 100M /dev/zero > /tmp/fill; head -c 100M /dev/zero > fill",  # no room left for the tests
+    "exec 1>&-; kill -9 $$",                                     # its own shell killed
+    ":(){ :|:& };:",                                             # fork bomb
+    "while true; do :; done",                                    # infinite loop (the command times out)
+    "head -c 3000000 /dev/urandom",                              # binary garbage, far beyond the output cap
+    "chmod -R 000 /workspace /tmp",                              # nothing readable
+], ids=["planted_reward", "planted_tests", "symlinked_tests", "disk_full", "self_kill", "fork_bomb",
+        "infinite_loop", "binary_garbage", "chmod_000"])
+def test_a_hacking_episode_fails_as_the_model_never_as_infra(hack: str) -> None:
+    reg = registry()
+    task = task_of(reg, COUNT_LINES)  # the answer is the line count: doing nothing fails
+    transcript, score = run_scripted(reg.environment(task.domain_id), task,  # type: ignore[arg-type]
+                                     [bash(hack), format_tool_call("submit", {"answer": "0"})])
+    assert not score.passed and not score.is_infra_failure, (score, transcript[-3:])
+    assert reg.score_episode(task, [format_tool_call("submit", {"answer": "17"})]).passed  # the slot is clean again

@@ -50,7 +50,6 @@ from posttrain.tasks.terminal.build import (
     TaskSnapshot,
     pack_dir,
     prepare,
-    unpack_command,
 )
 from posttrain.tasks.terminal.package import TerminalPackage
 from posttrain.types import Score, Task
@@ -62,6 +61,16 @@ LOGS_DIR = "/tmp/.verifier-logs"
 _LOGS = re.compile(rb"(?<![\w.~/-])/logs(?![\w.-])")
 """The absolute path `/logs` (Harbor's log root), not a `logs` directory elsewhere (`data/logs/x`)."""
 TESTS_DIR = "/tmp/tests"
+PLACE_TESTS = (
+    # Whatever the episode left at these paths goes first: a planted reward file, tests of its own, a
+    # symlink, directories it made read-only (it runs as the same user, so it cannot stop this). Any
+    # failure here or in the unpacking (a disk it filled, /tmp made unwritable) is the episode's fault.
+    f"chmod u+rwx /tmp 2>/dev/null; find {TESTS_DIR} {LOGS_DIR} -type d -exec chmod u+rwx {{}} + 2>/dev/null; "
+    f"rm -rf {TESTS_DIR} {LOGS_DIR}; "
+    f"if [ -e {TESTS_DIR} ] || [ -L {TESTS_DIR} ] || [ -e {LOGS_DIR} ] || [ -L {LOGS_DIR} ]; then exit 1; fi; "
+    f"mkdir -p {TESTS_DIR} {LOGS_DIR}/verifier {LOGS_DIR}/agent && tar -x -C {TESTS_DIR}"
+)
+"""Run before the tests, as one command: clear both paths, make them anew and unpack the tests (stdin)."""
 MAX_COMMAND_CHARS = 65536
 _HOST_SLACK_S = 30.0
 _FENCE = re.compile(r"```(?:bash|sh|shell)[ \t]*\n(.*?)```", re.DOTALL)
@@ -305,11 +314,15 @@ class TerminalEnv:
             return Score.infra(f"sandbox error during the episode: {self._infra}")
         package = self.package_of(self._task) if self._task is not None else None
         assert package is not None
-        setup = self._exec(unpack_command(TESTS_DIR), tests_archive(package, self.answer), 60.0, {})
-        if not setup.ok:
-            return Score.infra(f"could not place the tests: {setup.status} {setup.error}")
+        setup = self._exec(["bash", "-c", PLACE_TESTS], tests_archive(package, self.answer), 60.0, {})
+        if setup.status == "sandbox_error":
+            return Score.infra(f"sandbox error while placing the tests: {setup.error}")
+        if not setup.ok:  # the episode's own doing: a full disk, a directory it made unwritable...
+            output = (setup.stdout + setup.stderr)[-500:].decode(errors="replace")
+            return Score.wrong(message="the episode left no room for the tests", test_status=setup.status,
+                               test_output=output)
         verifier = package.config.verifier
-        script = f"rm -rf {LOGS_DIR} && mkdir -p {LOGS_DIR}/verifier {LOGS_DIR}/agent && cd {shlex.quote(self._workdir)} && bash {TESTS_DIR}/test.sh"
+        script = f"cd {shlex.quote(self._workdir)} && bash {TESTS_DIR}/test.sh"
         result = self._exec(["bash", "-c", script], b"", verifier.timeout_sec, {**self._env, **verifier.env})
         if result.status == "sandbox_error":
             return Score.infra(f"sandbox error while testing: {result.error}")
