@@ -143,7 +143,41 @@ Grader = Callable[[Any, list[Message]], Score]
 """`grader(tool_set.state, transcript) -> Score`."""
 
 
-class ToolEnv:
+class TurnLoop:
+    """The turn bookkeeping every multi-turn environment shares: `step` counts the turn, hands the cleaned
+    assistant text to `_respond`, and ends the episode at `limits.max_turns`; `end` keeps the first reason.
+    Subclasses set `_task` (in `reset`), `stats` and `limits`, and implement `_respond`."""
+
+    _task: Task | None
+    stats: EpisodeStats
+    limits: EpisodeLimits
+
+    @property
+    def done(self) -> bool:
+        return self.stats.end_reason is not None
+
+    def end(self, reason: str) -> None:
+        if not self.done:
+            self.stats.end_reason = reason
+
+    def step(self, assistant_message: str) -> StepResult:
+        if self._task is None:
+            raise RuntimeError("step() before reset()")
+        if self.done:
+            return StepResult([], True, self.stats.end_reason)
+        text = clean_text(assistant_message)
+        self.stats.turns += 1
+        new = self._respond(text)
+        if not self.done and self.stats.turns >= self.limits.max_turns:
+            self.end(MAX_TURNS)
+        return StepResult(new, self.done, self.stats.end_reason)
+
+    def _respond(self, text: str) -> list[Message]:
+        """The environment's reply to one assistant message (may call `end`)."""
+        raise NotImplementedError
+
+
+class ToolEnv(TurnLoop):
     """A multi-turn tool episode: user turns fed in order, tool calls run, graded on state and transcript.
 
     An assistant message with tool calls gets one `role: tool` message per call (in order); one without
@@ -180,26 +214,6 @@ class ToolEnv:
             {"role": "user", "content": turns[0]}]
         self.stats.length = sum(self.limits.length(m["content"]) for m in self.transcript)
         return Observation([dict(m) for m in self.transcript], self._tools.schemas)
-
-    @property
-    def done(self) -> bool:
-        return self.stats.end_reason is not None
-
-    def end(self, reason: str) -> None:
-        if not self.done:
-            self.stats.end_reason = reason
-
-    def step(self, assistant_message: str) -> StepResult:
-        if self._task is None:
-            raise RuntimeError("step() before reset()")
-        if self.done:
-            return StepResult([], True, self.stats.end_reason)
-        text = clean_text(assistant_message)
-        self.stats.turns += 1
-        new = self._respond(text)
-        if not self.done and self.stats.turns >= self.limits.max_turns:
-            self.end(MAX_TURNS)
-        return StepResult(new, self.done, self.stats.end_reason)
 
     def _respond(self, text: str) -> list[Message]:
         if self._append({"role": "assistant", "content": text}):

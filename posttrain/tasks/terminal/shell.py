@@ -34,14 +34,13 @@ from posttrain.envs.base import (
     COMPLETED,
     MAX_LENGTH,
     MAX_TOOL_CALLS,
-    MAX_TURNS,
     EpisodeLimits,
     EpisodeStats,
     Message,  # fmt: skip
     Observation,
-    StepResult,
+    TurnLoop,
 )
-from posttrain.envs.tools import ToolsPrompt, clean_text, render_tools
+from posttrain.envs.tools import ToolsPrompt, render_tools
 from posttrain.sandbox import ExecResult, Sandbox
 from posttrain.sandbox.background import run_blocking
 from posttrain.tasks.terminal.build import (
@@ -135,7 +134,7 @@ class ShellSettings:
     """Restored forks kept per task after episodes, for the next ones."""
 
 
-class TerminalEnv:
+class TerminalEnv(TurnLoop):
     """One shell episode at a time; `fresh()` gives another instance for a concurrent one."""
 
     def __init__(self, package_of: Callable[[Task], TerminalPackage], limits: EpisodeLimits = EpisodeLimits(),
@@ -171,26 +170,6 @@ class TerminalEnv:
         messages = [{"role": "system", "content": system}, {"role": "user", "content": package.instruction}]
         self.stats.length = sum(self.limits.length(m["content"]) for m in messages)
         return Observation(messages, TOOLS)
-
-    @property
-    def done(self) -> bool:
-        return self.stats.end_reason is not None
-
-    def end(self, reason: str) -> None:
-        if not self.done:
-            self.stats.end_reason = reason
-
-    def step(self, assistant_message: str) -> StepResult:
-        if self._task is None:
-            raise RuntimeError("step() before reset()")
-        if self.done:
-            return StepResult([], True, self.stats.end_reason)
-        text = clean_text(assistant_message)
-        self.stats.turns += 1
-        new = self._respond(text)
-        if not self.done and self.stats.turns >= self.limits.max_turns:
-            self.end(MAX_TURNS)
-        return StepResult(new, self.done, self.stats.end_reason)
 
     def _respond(self, text: str) -> list[Message]:
         if self._grow(text):
