@@ -369,3 +369,17 @@ def test_a_hacking_episode_fails_as_the_model_never_as_infra(hack: str) -> None:
                                      [bash(hack), format_tool_call("submit", {"answer": "0"})])
     assert not score.passed and not score.is_infra_failure, (score, transcript[-3:])
     assert reg.score_episode(task, [format_tool_call("submit", {"answer": "17"})]).passed  # the slot is clean again
+
+
+def test_warm_forks_are_capped_across_tasks() -> None:
+    from posttrain.tasks.terminal import build
+
+    reg = DomainRegistry([DomainEntry(family=TerminalConfig(
+        sources=[TerminalSource(path=DATA, name="capped")], warm_forks=4, warm_forks_total=1))])
+    pool = TaskPool(reg, seed=0)
+    tasks = [pool.get(MAKE_FILE.replace("examples", "capped")), pool.get(SUM_YAML.replace("examples", "capped"))]
+    before = build._WarmForks.count
+    for task in tasks:
+        assert not reg.score_episode(task, [bash("true")]).passed
+    # Without the cap each task would keep its fork: before + 2.
+    assert build._WarmForks.count <= max(before, 1)

@@ -34,6 +34,8 @@ from posttrain.tasks.terminal.dockerfile import WORKSPACE, BuildPlan, BuildStep,
 from posttrain.tasks.terminal.package import TerminalPackage, read_text
 
 DEFAULT_WARM = 8
+DEFAULT_WARM_TOTAL = 64
+"""Warm forks kept across every task of the process (each holds its workspace, about 16 MB)."""
 """Forks kept per task for the next episodes (each holds a supervisor process and an overlay)."""
 CONTEXT_DIR = "/tmp/.build-context"
 _SETUP_TIMEOUT_S = 60.0
@@ -94,14 +96,17 @@ class TaskSnapshot:
         """A sandbox whose workspace is the snapshot, for one episode."""
         while self.warm:
             sandbox = self.warm.pop()
+            _WarmForks.count -= 1
             if not sandbox.broken:
                 return sandbox
             await sandbox.close()
         return await self.base.fork(self.snapshot)
 
-    async def checkin(self, sandbox: Sandbox, max_warm: int = DEFAULT_WARM) -> None:
-        """Take an episode's sandbox back: restored to the snapshot and kept warm (up to `max_warm`), or closed."""
-        if sandbox.broken or len(self.warm) >= max_warm:
+    async def checkin(self, sandbox: Sandbox, max_warm: int = DEFAULT_WARM,
+                      max_total: int = DEFAULT_WARM_TOTAL) -> None:  # fmt: skip
+        """Take an episode's sandbox back: restored to the snapshot and kept warm (up to `max_warm` for this
+        task and `max_total` across the process), or closed."""
+        if sandbox.broken or len(self.warm) >= max_warm or _WarmForks.count >= max_total:
             await sandbox.close()
             return
         try:
@@ -109,7 +114,17 @@ class TaskSnapshot:
         except Exception:  # noqa: BLE001 - a sandbox that cannot be restored is simply not reused
             await sandbox.close()
             return
+        if len(self.warm) >= max_warm or _WarmForks.count >= max_total:  # filled while restoring
+            await sandbox.close()
+            return
         self.warm.append(sandbox)
+        _WarmForks.count += 1
+
+
+class _WarmForks:
+    """How many warm forks every task of this process holds together (all live on the one sandbox loop)."""
+
+    count = 0
 
 
 async def build(package: TerminalPackage) -> TaskSnapshot:
@@ -195,5 +210,6 @@ def forget(package: TerminalPackage) -> None:
 
 async def _close_all(snap: TaskSnapshot) -> None:
     await asyncio.gather(*(sandbox.close() for sandbox in snap.warm))
+    _WarmForks.count -= len(snap.warm)
     snap.warm.clear()
     await snap.base.close()

@@ -24,7 +24,7 @@ from posttrain.envs.base import EpisodeLimits
 from posttrain.envs.tools import ToolsPrompt
 from posttrain.errors import ConfigError
 from posttrain.tasks.base import GOLD_TURNS
-from posttrain.tasks.terminal.build import DEFAULT_WARM
+from posttrain.tasks.terminal.build import DEFAULT_WARM, DEFAULT_WARM_TOTAL
 from posttrain.tasks.terminal.package import TerminalPackage, find_packages, load_package
 from posttrain.tasks.terminal.shell import ShellSettings, TerminalEnv, gold_turns
 from posttrain.types import LEVEL_DIFFICULTY, DomainSpec, Level, Task
@@ -64,6 +64,8 @@ class TerminalConfig(StrictModel):
     """How the system prompt lists the bash and submit tools."""
     warm_forks: int = Field(DEFAULT_WARM, ge=0, le=256)
     """Restored forks kept per task for the next episodes (at least the group size avoids cold forks)."""
+    warm_forks_total: int = Field(DEFAULT_WARM_TOTAL, ge=0, le=4096)
+    """Restored forks kept across every task of the process (each holds its workspace, about 16 MB)."""
 
 
 class TerminalFamily:
@@ -78,7 +80,8 @@ class TerminalFamily:
             self._load(source)
         self.limits = EpisodeLimits(max_turns=config.max_turns, max_tool_calls=config.max_commands)
         self.settings = ShellSettings(
-            config.max_output_chars, config.command_timeout_s, config.tools_prompt, config.warm_forks
+            config.max_output_chars, config.command_timeout_s, config.tools_prompt, config.warm_forks,
+            config.warm_forks_total,
         )
 
     def _load(self, source: TerminalSource) -> None:

@@ -45,6 +45,7 @@ from posttrain.sandbox import ExecResult, Sandbox
 from posttrain.sandbox.background import run_blocking
 from posttrain.tasks.terminal.build import (
     DEFAULT_WARM,
+    DEFAULT_WARM_TOTAL,
     TaskBuildError,
     TaskSnapshot,
     pack_dir,
@@ -132,6 +133,8 @@ class ShellSettings:
     """How the system prompt lists the bash and submit tools."""
     max_warm: int = DEFAULT_WARM
     """Restored forks kept per task after episodes, for the next ones."""
+    max_warm_total: int = DEFAULT_WARM_TOTAL
+    """Restored forks kept across every task of the process."""
 
 
 class TerminalEnv(TurnLoop):
@@ -323,7 +326,8 @@ class TerminalEnv(TurnLoop):
     def _release(self) -> None:
         if self._sandbox is not None and self._snap is not None:
             sandbox, self._sandbox = self._sandbox, None
-            run_blocking(self._snap.checkin(sandbox, self.settings.max_warm), _HOST_SLACK_S)
+            run_blocking(self._snap.checkin(sandbox, self.settings.max_warm, self.settings.max_warm_total),
+                         _HOST_SLACK_S)
 
 
 def tests_archive(package: TerminalPackage, answer: str) -> bytes:
