@@ -30,10 +30,11 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import Field
 
@@ -183,6 +184,22 @@ class _Batch:
         self.results[position] = score
 
 
+_K = TypeVar("_K", bound=Hashable)
+
+
+def score_grouped(keys: Sequence[_K], score: Callable[[_K, list[int]], list[Score]]) -> list[Score]:
+    """One Score per position: the positions sharing a key are scored together by `score(key, positions)`
+    (one call per distinct key, in first-seen order) and the results put back in place."""
+    results: list[Score] = [Score.infra("unscored")] * len(keys)
+    positions: dict[_K, list[int]] = {}
+    for position, key in enumerate(keys):
+        positions.setdefault(key, []).append(position)
+    for key, where in positions.items():
+        for position, result in zip(where, score(key, where), strict=True):
+            results[position] = result
+    return results
+
+
 class InlineExecutor:
     """Scores in the calling thread, verifiers cached by config; the items of a verifier with
     `score_many` go to it in one call (a sandboxed verifier runs them concurrently)."""
@@ -192,15 +209,11 @@ class InlineExecutor:
 
     def score_batch(self, items: Sequence[VerifyItem]) -> list[Score]:
         """One Score per item, in order."""
-        keys = [config_key(cfg) for _, _, cfg in items]
-        results: list[Score] = [Score.infra("unscored")] * len(items)
-        for key in dict.fromkeys(keys):
-            positions = [p for p, k in enumerate(keys) if k == key]
+        def by_verifier(key: str, positions: list[int]) -> list[Score]:
             pairs = [(items[p][0], items[p][1]) for p in positions]
-            scores = self._cache.score_many(pairs, items[positions[0]][2], key)
-            for position, score in zip(positions, scores, strict=True):
-                results[position] = score
-        return results
+            return self._cache.score_many(pairs, items[positions[0]][2], key)
+
+        return score_grouped([config_key(cfg) for _, _, cfg in items], by_verifier)
 
     def close(self) -> None:
         """Nothing to release."""

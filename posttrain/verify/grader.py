@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 
 from posttrain.types import Score, Task
 from posttrain.verify.configs import EnvironmentConfig, VerifierConfig
-from posttrain.verify.executor import ExecutorConfig, InlineExecutor, VerifyItem, WorkerPool
+from posttrain.verify.executor import ExecutorConfig, InlineExecutor, VerifyItem, WorkerPool, score_grouped
 
 VerifierLookup = Callable[[str], VerifierConfig]
 """Domain id -> the verifier config that grades it."""
@@ -85,12 +85,7 @@ class Grader:
     def _grade_items(self, items: list[VerifyItem]) -> list[Score]:
         off_main = threading.current_thread() is not threading.main_thread()
         routes = [self._route(cfg, off_main) for _, _, cfg in items]
-        results: list[Score] = [Score.infra("unscored")] * len(items)
-        for route in dict.fromkeys(routes):
-            positions = [p for p, r in enumerate(routes) if r == route]
-            for position, score in zip(positions, route.score_batch([items[p] for p in positions]), strict=True):
-                results[position] = score
-        return results
+        return score_grouped(routes, lambda route, where: route.score_batch([items[p] for p in where]))
 
     def _route(self, config: VerifierConfig, off_main: bool) -> InlineExecutor | WorkerPool:
         """Sandboxed verifiers inline (they batch through their own pool), else the worker pool when
