@@ -85,6 +85,10 @@ class DomainSpec(Frozen):
     """Numeric difficulty in [0, 1]."""
     size: int | None = None
     """Number of distinct task indices, or None for an unbounded procedural stream."""
+    context_size: int | None = Field(None, ge=1)
+    """Consecutive task indices that share one context (indices i and j do iff i // context_size ==
+    j // context_size; e.g. questions on one document): the pool draws them together, so the shared
+    prompt prefix is computed once in rollout and update. None: tasks share nothing."""
     target_pass_rate: float = Field(0.7, ge=0.0, le=1.0)
     """Pass rate above which the curriculum treats the domain as learned."""
     min_weight: float = Field(0.0, ge=0.0, le=1.0)
@@ -124,6 +128,9 @@ class Task(Frozen):
     """Numeric difficulty in [0, 1]."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Anything else the family wants to keep (not part of the content hash)."""
+    context_hash: str | None = None
+    """Hash of a context the task shares with sibling tasks (the document several questions ask about):
+    the train/eval split follows it, so no sibling of an evaluation task is ever trained on."""
 
     @field_validator("prompt", mode="before")
     @classmethod

@@ -45,7 +45,7 @@ class TaskPool:
         return cls(DomainRegistry.from_config(config), seed=config.seed, eval_fraction=config.eval_fraction)
 
     def split_of(self, task: Task) -> Split:
-        fraction = int(task.content_hash[:16], 16) / 2.0**64
+        fraction = int((task.context_hash or task.content_hash)[:16], 16) / 2.0**64
         return "eval" if fraction < self.eval_fraction else "train"
 
     def task(self, domain_id: str, index: int) -> Task:
@@ -62,6 +62,8 @@ class TaskPool:
         rng = rng or random.Random(self.seed)
         domain = self.registry.get(domain_id)
         size = domain.spec.size
+        if domain.spec.context_size is not None:
+            return self._sample_contexts(domain, n, split, rng)
         if size is not None and size <= _ENUMERATE_MAX:
             indices = self._indices(domain, split)
             if not indices:
@@ -76,6 +78,31 @@ class TaskPool:
                 tasks.append(task)
         if len(tasks) < n:
             raise ConfigError(f"domain {domain_id!r}: could not draw {n} {split} tasks")
+        return tasks
+
+    def _sample_contexts(self, domain: Domain, n: int, split: Split, rng: random.Random) -> list[Task]:
+        """Whole contexts at a time: a random context of `split` not drawn yet, then its tasks in random
+        order, until n."""
+        spec, context_size = domain.spec, domain.spec.context_size or 1
+        num_contexts = -(-spec.size // context_size) if spec.size is not None else 2**31 // context_size
+        tasks: list[Task] = []
+        seen: set[int] = set()
+        for attempt in range(n * _MAX_DRAWS_PER_TASK):
+            if len(tasks) == n:
+                return tasks
+            start = rng.randrange(num_contexts) * context_size
+            if start in seen and attempt < n * _MAX_DRAWS_PER_TASK // 2:
+                continue  # a context twice in one draw only once the others seem used up
+            seen.add(start)
+            stop = start + context_size if spec.size is None else min(start + context_size, spec.size)
+            for index in rng.sample(range(start, stop), stop - start):
+                task = self._try_task(domain, index) if len(tasks) < n else None
+                if task is not None and self.split_of(task) == split:
+                    tasks.append(task)
+                elif task is None or task.context_hash is not None:
+                    break  # done, or the whole context is in the other split
+        if len(tasks) < n:
+            raise ConfigError(f"domain {spec.id!r}: could not draw {n} {split} tasks")
         return tasks
 
     def _try_task(self, domain: Domain, index: int) -> Task | None:

@@ -45,6 +45,9 @@ class PolicyConfig(StrictModel):
     """Samples per forward/backward pass (memory knob; does not change results)."""
     mini_batches: int = Field(1, gt=0)
     """Optimizer steps per epoch; the batch is split into this many consecutive parts."""
+    shared_prefix_min_tokens: int | None = Field(256, ge=1)
+    """Rows of a micro-batch whose prompts share at least this many leading tokens (a GRPO group, sibling
+    questions on one document) are batched together and compute that prefix once; None: never."""
     epochs: int = Field(1, gt=0)
     """Optimisation passes over each batch (PPO epochs) against the same old log-probabilities."""
     warmup_steps: int = Field(0, ge=0)

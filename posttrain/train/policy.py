@@ -36,6 +36,7 @@ from torch import Tensor, nn
 from posttrain.algo import Normalizer, entropy_from_logits, policy_loss, token_logprobs
 from posttrain.train._batching import PaddedPairs, chunks, pad_floats, pad_pairs, unpad
 from posttrain.train._policy_config import LoraConfig, PolicyConfig, lr_multiplier
+from posttrain.train._prefix import common_prefix_len, micro_batches, shared_prefix_forward
 from posttrain.train._rng import capture_rng, restore_rng
 from posttrain.types import Trajectory
 
@@ -206,27 +207,23 @@ class PolicyTrainer:
     ) -> list[list[float]]:
         was_training = model.training
         model.eval()
-        out: list[list[float]] = []
-        for part in chunks(len(prompt_ids), self.config.micro_batch_size):
-            pairs = pad_pairs(prompt_ids[part], response_ids[part])
+        out: list[list[float]] = [[] for _ in prompt_ids]
+        for rows in self._micro_batches(prompt_ids, range(len(prompt_ids))):
+            pairs = pad_pairs([prompt_ids[i] for i in rows], [response_ids[i] for i in rows])
             logprobs, _ = self._forward(model, pairs, entropy_grad=None)
-            out.extend(unpad(logprobs, [len(r) for r in response_ids[part]]))
+            for i, values in zip(rows, unpad(logprobs, [len(response_ids[i]) for i in rows]), strict=True):
+                out[i] = values
         model.train(was_training)
         return out
+
+    def _micro_batches(self, prompt_ids: Sequence[Sequence[int]], rows: range) -> list[list[int]]:
+        return micro_batches(prompt_ids, rows, self.config.micro_batch_size, self.config.shared_prefix_min_tokens)
 
     def _forward(
         self, model: nn.Module, pairs: PaddedPairs, entropy_grad: bool | None
     ) -> tuple[Tensor, Tensor | None]:
         """Response-token log-probabilities `[B, R]` and, unless `entropy_grad` is None, entropy `[B, R]`."""
-        kwargs: dict[str, Any] = {"logits_to_keep": pairs.num_kept} if self._can_keep_logits else {}
-        with self._autocast():
-            output = model(
-                input_ids=pairs.input_ids.to(self.device),
-                attention_mask=pairs.attention_mask.to(self.device),
-                use_cache=False,
-                **kwargs,
-            )
-        logits = output.logits if kwargs else output.logits[:, pairs.first_kept :]  # [B, K, V]
+        logits = self._kept_logits(model, pairs)  # [B, K, V]
         if self.config.temperature != 1.0:
             logits = logits / self.config.temperature
         index = pairs.response_index.to(self.device)  # [B, R]
@@ -237,6 +234,24 @@ class PolicyTrainer:
         with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
             entropy = entropy_from_logits(logits, chunk).gather(1, index)  # [B, R]
         return logprobs, entropy
+
+    def _kept_logits(self, model: nn.Module, pairs: PaddedPairs) -> Tensor:
+        """Logits `[B, K, V]` from `pairs.first_kept` on; a prompt prefix shared by every row (a GRPO
+        group, sibling questions on one document) of at least `shared_prefix_min_tokens` is computed once."""
+        input_ids = pairs.input_ids.to(self.device)
+        attention_mask = pairs.attention_mask.to(self.device)
+        keep = pairs.num_kept if self._can_keep_logits else None
+        min_tokens = self.config.shared_prefix_min_tokens
+        shared = 0
+        if min_tokens is not None and input_ids.shape[0] > 1:
+            shared = common_prefix_len(input_ids, attention_mask, limit=pairs.first_kept)
+        with self._autocast():
+            if min_tokens is not None and shared >= min_tokens:
+                logits = shared_prefix_forward(model, input_ids, attention_mask, shared, keep)
+                return logits if keep is not None else logits[:, pairs.first_kept - shared :]
+            kwargs: dict[str, Any] = {"logits_to_keep": keep} if keep is not None else {}
+            output = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False, **kwargs)
+        return output.logits if keep is not None else output.logits[:, pairs.first_kept :]
 
     def _autocast(self) -> AbstractContextManager[Any]:
         if self.config.autocast and self.device.type == "cuda":
@@ -309,9 +324,8 @@ class PolicyTrainer:
         )
         self.optimizer.zero_grad(set_to_none=True)
         totals: dict[str, float] = defaultdict(float)
-        sample_losses: list[float] = []
-        for micro in chunks(len(responses), self.config.micro_batch_size):
-            rows = range(part.start + micro.start, part.start + micro.stop)
+        sample_losses: dict[int, float] = {}
+        for rows in self._micro_batches(batch.prompt_ids, range(part.start, part.stop)):
             pairs = pad_pairs([batch.prompt_ids[i] for i in rows], [batch.response_ids[i] for i in rows])
             logprobs, entropy = self._forward(self.model, pairs, entropy_grad=loss_config.entropy_coef > 0)
             width = pairs.response_mask.shape[1]
@@ -334,7 +348,7 @@ class PolicyTrainer:
             out.loss.backward()
             for key in ("loss", "pg_loss", "kl", "entropy", "clip_fraction", "kl_old"):
                 totals[key] += float(getattr(out, key).item())
-            sample_losses.extend(out.sample_losses.tolist())
+            sample_losses.update(zip(rows, out.sample_losses.tolist(), strict=True))
             if entropy is not None:  # per-sample token-mean entropy, summed per domain for the step's report
                 token_mask = mask.to(entropy.device)
                 per_sample = (entropy.detach() * token_mask).sum(1) / token_mask.sum(1).clamp(min=1.0)
@@ -345,7 +359,7 @@ class PolicyTrainer:
         self._last_lr = float(self.optimizer.param_groups[0]["lr"])
         self.optimizer.step()
         self.lr_schedule.step()
-        return totals, sample_losses
+        return totals, [sample_losses[i] for i in range(part.start, part.stop)]
 
     def _measure_mismatch(self, logprobs: torch.Tensor, sampled: torch.Tensor, mask: torch.Tensor) -> None:
         """Accumulate |learner - sampler| logprob over loss tokens (before any update of this step: the

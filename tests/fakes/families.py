@@ -77,3 +77,30 @@ class KvFamily:
 
 def make_kv(failure_rate: float = 0.0) -> KvFamily:
     return KvFamily(failure_rate)
+
+
+class DocumentsFamily:
+    """`plugin/docs/lookup`: four questions per generated document (`context_size` 4), split by document."""
+
+    def __init__(self, size: int | None = None) -> None:
+        self.size = size
+
+    def domains(self) -> Sequence[DomainSpec]:
+        return [DomainSpec(id="plugin/docs/lookup", family_kind="plugin", source="plugin", verifier="exact",
+                           size=self.size, context_size=4)]  # fmt: skip
+
+    def task(self, domain: DomainSpec, index: int, seed: int) -> Task:
+        document = index // 4
+        rng = task_rng(seed, domain.id, document)
+        facts = [str(rng.randrange(1000)) for _ in range(4)]
+        text = " ".join(f"fact{i}={value}" for i, value in enumerate(facts))
+        return Task(id=task_id(domain.id, index), domain_id=domain.id, prompt=f"{text}\nfact{index % 4}?",
+                    gold=facts[index % 4], answer=facts[index % 4], metadata={"document": document},
+                    context_hash=f"{document:064x}"[::-1])  # fmt: skip
+
+    def verifier(self, domain: DomainSpec) -> VerifierConfig:
+        return ExactConfig()
+
+
+def make_documents(size: int | None = None) -> DocumentsFamily:
+    return DocumentsFamily(size)

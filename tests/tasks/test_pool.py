@@ -11,7 +11,7 @@ from posttrain.errors import ConfigError
 from posttrain.tasks.families.arithmetic import ArithmeticConfig
 from posttrain.tasks.families.jsonl import JsonlConfig
 from posttrain.tasks.pool import TaskPool
-from posttrain.tasks.registry import DomainEntry, DomainRegistry
+from posttrain.tasks.registry import DomainEntry, DomainRegistry, PluginFamilyConfig
 
 JSONL_PATH = Path(__file__).parent / "data" / "tiny_gsm8k.jsonl"
 
@@ -68,3 +68,22 @@ def test_unknown_task_id_is_a_clear_error(pool: TaskPool) -> None:
 def test_counts_report_sizes(pool: TaskPool) -> None:
     counts = pool.counts()
     assert counts["math/jsonl/tiny"] == 40 and counts["math/arithmetic/add@easy"] is None
+
+
+@pytest.mark.parametrize("size", [None, 64])
+def test_tasks_sharing_a_context_are_drawn_together_and_split_together(size: int | None) -> None:
+    family = PluginFamilyConfig(plugin="tests.fakes.families:make_documents", params={"size": size})
+    docs = TaskPool(DomainRegistry([DomainEntry(family=family)]), seed=1, eval_fraction=0.3)
+    tasks = docs.sample("plugin/docs/lookup", 8, "train", random.Random(0))
+    documents = [t.metadata["document"] for t in tasks]
+    assert len(tasks) == 8 and len(set(documents)) == 2  # two whole documents of four questions
+    assert all(documents.count(d) == 4 for d in set(documents))
+    assert len({t.id for t in tasks}) == 8
+    by_document: dict[int, set[str]] = {}
+    for index in range(64):
+        task = docs.task("plugin/docs/lookup", index)
+        by_document.setdefault(task.metadata["document"], set()).add(docs.split_of(task))
+    assert all(len(splits) == 1 for splits in by_document.values())
+    assert {s for splits in by_document.values() for s in splits} == {"train", "eval"}
+    evals = docs.sample("plugin/docs/lookup", 5, "eval", random.Random(0))
+    assert all(docs.split_of(t) == "eval" for t in evals)

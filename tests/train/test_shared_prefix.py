@@ -1,0 +1,86 @@
+"""The shared-prefix forward equals the padded forward (logits, gradients, whole policy steps)."""
+
+from __future__ import annotations
+
+import copy
+import random
+
+import pytest
+import torch
+
+from posttrain.train._batching import pad_pairs
+from posttrain.train._prefix import common_prefix_len, micro_batches, shared_prefix_forward
+from posttrain.train.models import TinyModelConfig, tiny_random
+from posttrain.train.policy import PolicyConfig, PolicyTrainer, TrainBatch
+
+
+def _rows(seed: int = 0) -> tuple[list[list[int]], list[list[int]]]:
+    """Two documents of 40 tokens, three questions each (two asked twice, as in a GRPO group)."""
+    rng = random.Random(seed)
+    docs = [[rng.randrange(2, 120) for _ in range(40)] for _ in range(2)]
+    prompts, responses = [], []
+    for doc in docs:
+        questions = [[rng.randrange(2, 120) for _ in range(rng.randrange(1, 6))] for _ in range(3)]
+        for question in [*questions, questions[0], questions[1]]:
+            prompts.append(doc + question)
+            responses.append([rng.randrange(2, 120) for _ in range(rng.randrange(1, 7))])
+    return prompts, responses
+
+
+def test_common_prefix_len_stops_at_first_difference_padding_or_limit() -> None:
+    ids = torch.tensor([[5, 6, 7, 8], [5, 6, 9, 8]])
+    mask = torch.ones_like(ids)
+    assert common_prefix_len(ids, mask, limit=4) == 2
+    assert common_prefix_len(ids, mask, limit=1) == 1
+    same = torch.tensor([[5, 6, 7, 0], [5, 6, 7, 8]])
+    assert common_prefix_len(same, torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]]), limit=4) == 3
+
+
+def test_shared_forward_matches_padded_logits_and_gradients() -> None:
+    model = tiny_random(TinyModelConfig(hidden_size=32, num_layers=2)).double()
+    prompts, responses = _rows()
+    first = prompts[:5]  # one document: rows share exactly its 40 tokens
+    pairs = pad_pairs(first, responses[:5])
+    shared = common_prefix_len(pairs.input_ids, pairs.attention_mask, limit=pairs.first_kept)
+    assert shared == 40
+    padded_model, shared_model = model, copy.deepcopy(model)
+    padded = padded_model(input_ids=pairs.input_ids, attention_mask=pairs.attention_mask,
+                          logits_to_keep=pairs.num_kept).logits  # fmt: skip
+    reused = shared_prefix_forward(shared_model, pairs.input_ids, pairs.attention_mask, shared, pairs.num_kept)
+    mask = pairs.attention_mask[:, pairs.first_kept :].unsqueeze(-1).double()  # padding logits may differ
+    torch.testing.assert_close(reused * mask, padded * mask, atol=1e-9, rtol=1e-9)
+    weights = torch.randn_like(padded)
+    (padded * mask * weights).sum().backward()
+    (reused * mask * weights).sum().backward()
+    for (name, a), (_, b) in zip(padded_model.named_parameters(), shared_model.named_parameters(), strict=True):
+        # eager attention takes its softmax in float32, hence rounding of about 1e-8 relative
+        torch.testing.assert_close(b.grad, a.grad, atol=1e-6 * float(a.grad.abs().max()), rtol=0, msg=name)
+
+
+def test_micro_batches_group_rows_by_long_prompt_prefix() -> None:
+    prompts = [[1] * 10 + [2], [3] * 11, [1] * 10 + [4], [5], [3] * 12, [6] * 11]
+    assert micro_batches(prompts, range(6), size=8, min_tokens=None) == [[0, 1, 2, 3, 4, 5]]
+    assert micro_batches(prompts, range(6), size=8, min_tokens=10) == [[0, 2], [1, 4], [3, 5]]
+    assert micro_batches(prompts, range(6), size=1, min_tokens=10) == [[0], [2], [1], [4], [3], [5]]
+
+
+@pytest.mark.parametrize("shared_min", [None, 8])
+def test_policy_step_is_the_same_with_and_without_prefix_sharing(shared_min: int | None) -> None:
+    prompts, responses = _rows(1)
+    advantages = [1.0, -1.0, 0.5, 2.0, -0.5, 0.3, -0.2, 1.5, -1.5, 0.7]
+    results = []
+    for minimum in (None, shared_min):
+        torch.manual_seed(0)
+        model = tiny_random(TinyModelConfig(hidden_size=32, num_layers=2)).double()
+        trainer = PolicyTrainer(model, PolicyConfig(lr=1e-2, micro_batch_size=3, shared_prefix_min_tokens=minimum))
+        batch = TrainBatch(prompt_ids=prompts, response_ids=responses, advantages=advantages,
+                           domain_ids=["a", "b"] * 5)  # fmt: skip
+        batch.old_logprobs = trainer.logprobs(prompts, responses)
+        metrics = trainer.step(batch)
+        results.append((batch.old_logprobs, metrics, trainer.logprobs(prompts, responses)))
+    (old_a, metrics_a, new_a), (old_b, metrics_b, new_b) = results
+    torch.testing.assert_close(torch.tensor(sum(old_b, [])), torch.tensor(sum(old_a, [])), atol=1e-9, rtol=0)
+    torch.testing.assert_close(torch.tensor(sum(new_b, [])), torch.tensor(sum(new_a, [])), atol=1e-6, rtol=0)
+    for key in ("loss", "loss/a", "loss/b"):
+        assert metrics_b[key] == pytest.approx(metrics_a[key], abs=1e-6)  # float32 softmax rounding
+    assert sum(new_a, []) != pytest.approx(sum(old_a, []), abs=1e-4)  # the step did move the policy
