@@ -74,3 +74,30 @@ def micro_batches(prompt_ids: Sequence[Sequence[int]], rows: Sequence[int], size
         grouped = {row for bucket in shared for row in bucket}
         ordered = [*shared, [row for row in rows if row not in grouped]]
     return [bucket[i : i + size] for bucket in ordered if bucket for i in range(0, len(bucket), size)]
+
+
+def sft_loss_backward(model: nn.Module, input_ids: Tensor, attention_mask: Tensor, labels: Tensor,
+                      min_tokens: int) -> float:  # fmt: skip
+    """Back-propagates the token-mean cross-entropy over labelled tokens (label -100: none) of a right-padded
+    batch `[B, L]`, grouping rows whose prompts share `min_tokens` leading tokens and computing what they
+    share once; returns the loss. Equals `model(..., labels=labels).loss` up to rounding."""
+    labelled = labels != -100  # [B, L]
+    num_labelled = int(labelled[:, 1:].sum())
+    first_label = [int(row.nonzero()[0, 0]) if row.any() else int(row.numel()) for row in labelled]
+    prompts = [input_ids[b, : first_label[b]].tolist() for b in range(input_ids.shape[0])]
+    total = 0.0
+    for rows in micro_batches(prompts, range(len(prompts)), len(prompts), min_tokens):
+        ids, mask, targets = input_ids[rows], attention_mask[rows], labels[rows]
+        limit = max(min(first_label[b] for b in rows) - 1, 0)
+        shared = common_prefix_len(ids, mask, limit) if len(rows) > 1 else 0
+        if shared >= min_tokens:
+            logits = shared_prefix_forward(model, ids, mask, shared, None)  # [b, L - C, V]
+        else:
+            shared, logits = 0, model(input_ids=ids, attention_mask=mask).logits  # [b, L, V]
+        shifted = targets[:, shared + 1 :]  # position p predicts token p + 1
+        loss = torch.nn.functional.cross_entropy(
+            logits[:, :-1].flatten(0, 1).float(), shifted.flatten(), ignore_index=-100, reduction="sum"
+        ) / max(num_labelled, 1)
+        loss.backward()
+        total += float(loss.item())
+    return total

@@ -31,6 +31,7 @@ from posttrain.rollout.prompting import PromptRenderer
 from posttrain.tasks.base import GOLD_TURNS
 from posttrain.tasks.pool import TaskPool
 from posttrain.train._policy_config import warmup_cosine
+from posttrain.train._prefix import sft_loss_backward
 from posttrain.train.config import ModelConfig, TinyBaseConfig
 from posttrain.train.models import cache_root, weights_sha256
 from posttrain.types import Task
@@ -190,8 +191,11 @@ def run_sft(
         model.train()
         input_ids, mask, labels = sft_batch(renderer, draw(rng, config.batch_size, mixture), transcript,
                                             config.max_positions)  # fmt: skip
-        loss = model(input_ids=input_ids, attention_mask=mask, labels=labels).loss
-        loss.backward()
+        if config.shared_prefix_min_tokens is None:
+            loss = model(input_ids=input_ids, attention_mask=mask, labels=labels).loss
+            loss.backward()
+        else:  # long documents shared by sibling questions: each computed once per batch
+            loss = torch.tensor(sft_loss_backward(model, input_ids, mask, labels, config.shared_prefix_min_tokens))
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         schedule.step()
@@ -240,7 +244,10 @@ def _build(
     def draw(r: random.Random, n: int, mixture: dict[str, float]) -> list[Task]:
         names = list(mixture)
         chosen = r.choices(names, weights=[mixture[d] for d in names], k=n)
-        return [pool.sample(d, 1, "train", r)[0] for d in chosen]
+        # Tasks sharing a context (questions on one document) come in whole contexts, after the others.
+        shared = {d: chosen.count(d) for d in names if pool.registry.get(d).spec.context_size is not None}
+        tasks = [pool.sample(d, 1, "train", r)[0] for d in chosen if d not in shared]
+        return tasks + [t for d, count in shared.items() if count for t in pool.sample(d, count, "train", r)]
 
     uniform = {d: 1.0 for d in domain_ids}
     transcript = gold_transcript(pool)

@@ -96,6 +96,9 @@ class TinyBaseConfig(StrictModel):
     (agent domains need more than single-turn ones)."""
     eval_max_new_tokens: int = Field(32, ge=1)
     """Tokens per answer (per turn in agent episodes) in the build's greedy evaluations."""
+    shared_prefix_min_tokens: int | None = Field(None, ge=1)
+    """SFT rows whose prompts share at least this many leading tokens (questions on one document) compute
+    that prefix once; None: the plain padded forward (the recipe every earlier preset was built with)."""
     seed: int = 0
     """Seed for tokenizer corpus, initialisation and batches."""
 

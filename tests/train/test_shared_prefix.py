@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from posttrain.train._batching import pad_pairs
-from posttrain.train._prefix import common_prefix_len, micro_batches, shared_prefix_forward
+from posttrain.train._prefix import common_prefix_len, micro_batches, sft_loss_backward, shared_prefix_forward
 from posttrain.train.models import TinyModelConfig, tiny_random
 from posttrain.train.policy import PolicyConfig, PolicyTrainer, TrainBatch
 
@@ -84,3 +84,24 @@ def test_policy_step_is_the_same_with_and_without_prefix_sharing(shared_min: int
     for key in ("loss", "loss/a", "loss/b"):
         assert metrics_b[key] == pytest.approx(metrics_a[key], abs=1e-6)  # float32 softmax rounding
     assert sum(new_a, []) != pytest.approx(sum(old_a, []), abs=1e-4)  # the step did move the policy
+
+
+def test_sft_loss_with_shared_documents_equals_the_padded_loss_and_gradients() -> None:
+    prompts, responses = _rows(2)
+    width = max(len(p) + len(r) for p, r in zip(prompts, responses, strict=True))
+    ids = torch.zeros(len(prompts), width, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    labels = torch.full_like(ids, -100)
+    for row, (prompt, response) in enumerate(zip(prompts, responses, strict=True)):
+        ids[row, : len(prompt) + len(response)] = torch.tensor(prompt + response)
+        mask[row, : len(prompt) + len(response)] = 1
+        labels[row, len(prompt) : len(prompt) + len(response)] = torch.tensor(response)
+    torch.manual_seed(0)
+    padded_model = tiny_random(TinyModelConfig(hidden_size=32, num_layers=2)).double()
+    shared_model = copy.deepcopy(padded_model)
+    expected = padded_model(input_ids=ids, attention_mask=mask, labels=labels).loss
+    expected.backward()
+    got = sft_loss_backward(shared_model, ids, mask, labels, min_tokens=8)
+    assert got == pytest.approx(float(expected), rel=1e-6)
+    for (name, a), (_, b) in zip(padded_model.named_parameters(), shared_model.named_parameters(), strict=True):
+        torch.testing.assert_close(b.grad, a.grad, atol=1e-6 * float(a.grad.abs().max()), rtol=0, msg=name)
