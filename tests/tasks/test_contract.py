@@ -17,6 +17,7 @@ from posttrain.tasks.families.arithmetic import ArithmeticConfig
 from posttrain.tasks.families.bfcl import BfclConfig
 from posttrain.tasks.families.bfcl_multi import BfclMultiConfig
 from posttrain.tasks.families.code import CodeConfig
+from posttrain.tasks.families.gamedev import GameDevConfig
 from posttrain.tasks.families.jsonl import JsonlConfig
 from posttrain.tasks.families.lists import ListsConfig
 from posttrain.tasks.families.reasoning_gym import ReasoningGymFamilyConfig
@@ -40,6 +41,7 @@ FAMILIES: dict[str, object] = {
     "tools": ToolUseConfig(),
     "bfcl_multi": BfclMultiConfig(isolation="process"),
     "code": CodeConfig(),
+    "gamedev": GameDevConfig(),
     "terminal": TerminalConfig(sources=[TerminalSource(path=Path(__file__).parent / "data" / "terminal")]),
     "plugin": PluginFamilyConfig(plugin="tests.fakes.families:make_echo", params={"alphabet": "xyz"}),
 }
