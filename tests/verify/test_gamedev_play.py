@@ -125,6 +125,15 @@ def test_every_hack_scores_zero(verifier: GamePlayVerifier, domain_id: str) -> N
 
 
 @requires_bwrap
+def test_a_lying_eq_never_reaches_the_comparison(verifier: GamePlayVerifier) -> None:
+    """The object cannot cross to the parent (marshal takes exact builtins only), so every play-through
+    is an `error` at the first call, not a comparison the object could win."""
+    score = verifier.score(task(BOXES), fenced(LYING))
+    assert_model_zero(score)
+    assert {p["status"] for p in score.details["playthroughs"]} == {"error"}
+
+
+@requires_bwrap
 def test_hard_coded_playthroughs_pass_the_scripted_ones_and_fail_the_random_ones(verifier: GamePlayVerifier) -> None:
     t = task(BOXES)
     assert isinstance(t.gold, dict)
