@@ -193,6 +193,8 @@ def test_each_grading_draws_new_random_playthroughs() -> None:
     {"game": "grid", "entry_point": "not an identifier", "fixed": [], "random": {"count": 1}},
     {"game": "grid", "entry_point": "step", "fixed": [], "random": {"count": 0}},
     {"game": "grid", "entry_point": "step"},
+    {"game": ["grid"], "entry_point": "step", "fixed": [], "random": {"count": 1}},
+    {"game": "grid", "entry_point": "step", "fixed": [], "random": {"count": 1}, "tiles": float("nan")},
     "not json",
 ])  # fmt: skip
 def test_bad_gold_is_infra_without_running_anything(gold: Any) -> None:

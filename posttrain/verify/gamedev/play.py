@@ -103,7 +103,7 @@ def parse_gold(task: Task) -> dict[str, Any]:
             gold = json.loads(gold)
         except ValueError as exc:
             raise GoldError(f"gold is not JSON: {exc}") from None
-    if not isinstance(gold, dict) or gold.get("game") not in GAMES:
+    if not isinstance(gold, dict) or not isinstance(gold.get("game"), str) or gold["game"] not in GAMES:
         raise GoldError(f"gold must be a dict whose game is one of {sorted(GAMES)}")
     if not isinstance(gold.get("entry_point"), str) or not str(gold["entry_point"]).isidentifier():
         raise GoldError("gold needs an entry_point")
@@ -143,9 +143,11 @@ class GamePlayVerifier:
         """The `code_tests` task that plays this one, with the play-throughs' names; infra on bad gold."""
         try:
             gold = parse_gold(task)
-            tests = tests_source(json.dumps(gold, sort_keys=True))
+            tests = tests_source(json.dumps(gold, sort_keys=True, allow_nan=False))
         except GoldError as exc:
             return Score.infra(f"task {task.id}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - gold this module cannot turn into tests: never the model's fault
+            return Score.infra(f"task {task.id}: unusable gold: {type(exc).__name__}: {exc}"[:500])
         seed = self.config.seed if self.config.seed is not None else secrets.randbits(62)
         code_gold = {"language": "python", "style": "function", "prompt": "", "entry_point": gold["entry_point"],
                      "tests": tests, "setup": f"PLAY_SEED = {seed}\n"}  # fmt: skip
