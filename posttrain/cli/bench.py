@@ -20,8 +20,9 @@ BENCHMARKS: dict[str, str] = {
     "terminal": "posttrain.bench.terminal",
     "code": "posttrain.bench.code",
     "update": "posttrain.bench.update",
+    "gamedev": "posttrain.bench.gamedev",
 }
-ALL = ("sandbox", "curriculum", "rollout", "pipeline", "agents", "terminal", "code", "update")
+ALL = ("sandbox", "curriculum", "rollout", "pipeline", "agents", "terminal", "code", "update", "gamedev")
 """What `bench all` runs: `learning` trains four runs (about 12 minutes) and is run on its own."""
 
 

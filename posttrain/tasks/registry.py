@@ -27,6 +27,7 @@ from posttrain.tasks.families.arithmetic import ArithmeticConfig, ArithmeticFami
 from posttrain.tasks.families.bfcl import BfclConfig, BfclFamily
 from posttrain.tasks.families.bfcl_multi import BfclMultiConfig, BfclMultiFamily
 from posttrain.tasks.families.code import CodeConfig, CodeFamily
+from posttrain.tasks.families.gamedev import GameDevConfig, GameDevFamily
 from posttrain.tasks.families.jsonl import JsonlConfig, JsonlFamily
 from posttrain.tasks.families.lists import ListsConfig, ListsFamily
 from posttrain.tasks.families.reasoning_gym import ReasoningGymFamily, ReasoningGymFamilyConfig
@@ -52,6 +53,7 @@ FamilyConfig = Annotated[
     | ToolUseConfig
     | BfclMultiConfig
     | CodeConfig
+    | GameDevConfig
     | TerminalConfig
     | PluginFamilyConfig,
     Field(discriminator="kind"),
@@ -64,6 +66,7 @@ FAMILIES: Builders[DomainFamily] = Builders("domain family", {
     ToolUseConfig: ToolUseFamily,
     BfclMultiConfig: BfclMultiFamily,
     CodeConfig: CodeFamily,
+    GameDevConfig: GameDevFamily,
     TerminalConfig: TerminalFamily,
     PluginFamilyConfig: plugin_builder(DomainFamily, "DomainFamily"),
 })

@@ -18,6 +18,8 @@ from posttrain.verify.configs import (
     CodeTestsConfig,
     EnvironmentConfig,
     ExactConfig,
+    GameLevelConfig,
+    GamePlayConfig,
     MathConfig,
     NormalizedConfig,
     NumericConfig,
@@ -25,6 +27,8 @@ from posttrain.verify.configs import (
     ReasoningGymConfig,
     VerifierConfig,
 )
+from posttrain.verify.gamedev.levels import GameLevelVerifier
+from posttrain.verify.gamedev.play import GamePlayVerifier
 from posttrain.verify.gym import ReasoningGymVerifier
 from posttrain.verify.math_equiv import MathVerifier
 from posttrain.verify.text import ExactVerifier, NormalizedVerifier, NumericVerifier
@@ -32,7 +36,7 @@ from posttrain.verify.text import ExactVerifier, NormalizedVerifier, NumericVeri
 BUILDERS: Builders[Verifier] = Builders("verifier", {
     ExactConfig: ExactVerifier, NormalizedConfig: NormalizedVerifier, NumericConfig: NumericVerifier,
     MathConfig: MathVerifier, ReasoningGymConfig: ReasoningGymVerifier, BfclAstConfig: BfclAstVerifier,
-    CodeTestsConfig: CodeTestsVerifier,
+    CodeTestsConfig: CodeTestsVerifier, GamePlayConfig: GamePlayVerifier, GameLevelConfig: GameLevelVerifier,
     EnvironmentConfig: lambda _config: UnboundEpisodeVerifier(),
     PluginVerifierConfig: plugin_builder(Verifier, "Verifier"),
 })

@@ -118,6 +118,31 @@ class CodeTestsConfig(_VerifierConfig):
         return True
 
 
+class GamePlayConfig(_VerifierConfig):
+    kind: Literal["gamedev_play"] = "gamedev_play"
+    """Game code (a `step`, `update` or `launch` function) played against the trusted gamedev engine over
+    the task's fixed play-throughs and random ones drawn per grading, in the sandbox through the
+    `code_tests` harness (`posttrain.verify.gamedev.play`); `Task.gold` names the game and the cases."""
+    timeout_s: float = Field(10.0, gt=0, le=600)
+    """Wall-clock budget for one response's whole set of play-throughs."""
+    memory_mb: int = Field(256, ge=16, le=16384)
+    """Memory for the program under test."""
+    seed: int | None = None
+    """Seed of the random play-throughs; None (the default) draws a fresh secret one per grading, so a
+    program cannot be fitted to them. Set it only to replay a grading."""
+
+    @property
+    def runs_in_sandbox(self) -> bool:
+        return True
+
+
+class GameLevelConfig(_VerifierConfig):
+    kind: Literal["gamedev_level"] = "gamedev_level"
+    """A grid-game level written as text, checked host-side against the task's spec (size, tiles,
+    solvable, shortest solution, coins, doors) by the gamedev engine's solver
+    (`posttrain.verify.gamedev.levels`); nothing from the response runs."""
+
+
 class EnvironmentConfig(_VerifierConfig):
     kind: Literal["environment"] = "environment"
     """Graded by the domain's environment (agent domains): the response, or a list of turns, is fed to
@@ -138,6 +163,6 @@ class PluginVerifierConfig(PluginConfig, _VerifierConfig):
 
 VerifierConfig = Annotated[
     ExactConfig | NormalizedConfig | NumericConfig | MathConfig | ReasoningGymConfig | BfclAstConfig
-    | CodeTestsConfig | EnvironmentConfig | PluginVerifierConfig,
+    | CodeTestsConfig | GamePlayConfig | GameLevelConfig | EnvironmentConfig | PluginVerifierConfig,
     Field(discriminator="kind"),
 ]
