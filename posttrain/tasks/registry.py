@@ -28,6 +28,7 @@ from posttrain.tasks.families.bfcl import BfclConfig, BfclFamily
 from posttrain.tasks.families.bfcl_multi import BfclMultiConfig, BfclMultiFamily
 from posttrain.tasks.families.code import CodeConfig, CodeFamily
 from posttrain.tasks.families.jsonl import JsonlConfig, JsonlFamily
+from posttrain.tasks.families.knowledge import KnowledgeConfig, KnowledgeFamily
 from posttrain.tasks.families.lists import ListsConfig, ListsFamily
 from posttrain.tasks.families.reasoning_gym import ReasoningGymFamily, ReasoningGymFamilyConfig
 from posttrain.tasks.families.strings import StringsConfig, StringsFamily
@@ -53,6 +54,7 @@ FamilyConfig = Annotated[
     | BfclMultiConfig
     | CodeConfig
     | TerminalConfig
+    | KnowledgeConfig
     | PluginFamilyConfig,
     Field(discriminator="kind"),
 ]
@@ -65,6 +67,7 @@ FAMILIES: Builders[DomainFamily] = Builders("domain family", {
     BfclMultiConfig: BfclMultiFamily,
     CodeConfig: CodeFamily,
     TerminalConfig: TerminalFamily,
+    KnowledgeConfig: KnowledgeFamily,
     PluginFamilyConfig: plugin_builder(DomainFamily, "DomainFamily"),
 })
 
