@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from posttrain.tasks.families.knowledge.document import Section, estimate_tokens
 
+_NEUTRAL = "This section has no further details."
 _TITLE_SUFFIXES = ("further considerations", "update", "current practice", "outlook", "approach",
                    "priorities", "review", "guidance")  # fmt: skip
 
@@ -61,17 +62,21 @@ class FillerWriter:
         templates = self.rng.sample(topic.sentences, min(len(topic.sentences), self.rng.randint(5, 9)))
         cuts = sorted(self.rng.sample(range(2, len(templates) - 1), min(self.rng.randint(1, 2), len(templates) - 3)))
         bounds = [0, *cuts, len(templates)]
-        paragraphs = tuple(self._join(templates[a:b]) for a, b in zip(bounds, bounds[1:], strict=False))
-        return Section(id=handle, title=self._title(topic), blocks=paragraphs)
+        paragraphs = (self._join(templates[a:b]) for a, b in zip(bounds, bounds[1:], strict=False))
+        return Section(id=handle, title=self._title(topic), blocks=tuple(p for p in paragraphs if p) or (_NEUTRAL,))
 
     def paragraph(self, topic: Topic) -> str:
         """Three to six distinct sentences of `topic`."""
-        return self._join(self.rng.sample(topic.sentences, min(len(topic.sentences), self.rng.randint(3, 6))))
+        for _ in range(8):
+            text = self._join(self.rng.sample(topic.sentences, min(len(topic.sentences), self.rng.randint(3, 6))))
+            if text:
+                return text
+        return _NEUTRAL
 
     def _join(self, templates: Sequence[str]) -> str:
+        """The sentences of `templates`, without any that holds a forbidden string (possibly none)."""
         sentences = [self._fill(t) for t in templates]
-        kept = [s for s in sentences if not any(bad in s for bad in self.forbidden)]
-        return " ".join(kept) or self._fill(templates[0])
+        return " ".join(s for s in sentences if not any(bad in s for bad in self.forbidden))
 
     def _fill(self, template: str) -> str:
         words = {name: self.rng.choice(options) for name, options in self.vocabulary.slots.items()

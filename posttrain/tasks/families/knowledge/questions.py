@@ -89,11 +89,13 @@ def contains(line: str, fact: Fact) -> bool:
 
 
 def locate(fact: Fact, lines: Lines) -> tuple[str, ...]:
-    """Every section whose own lines state `fact`; its home must be among them."""
+    """Every section of the fact's document whose own lines state `fact`; its home must be among them."""
     if fact.pinned:
         found = tuple(key for key in fact.home if any(contains(line, fact) for line in lines.get(key, ())))
-    else:
-        found = tuple(key for key, own in lines.items() if any(contains(line, fact) for line in own))
+    else:  # a fact about document A is looked for in document A only (a pair's documents repeat text)
+        documents = {key.partition("§")[0] for key in fact.home}
+        found = tuple(key for key, own in lines.items()
+                      if key.partition("§")[0] in documents and any(contains(line, fact) for line in own))  # fmt: skip
     missing = [key for key in fact.home if key not in found]
     if missing:
         raise EvidenceError(f"fact {fact.text!r} is not stated in {missing} (its needles {fact.needles})")
