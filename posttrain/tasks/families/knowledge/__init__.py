@@ -93,7 +93,7 @@ class KnowledgeFamily:
         text = prompt(found.text, question, len(found.documents), example)
         document_id = f"knowledge/{source.name}@{level}/{'pair' if paired else 'doc'}/{seed}/{doc_index}"
         metadata = {"document_id": document_id, "question_index": question_index,
-                    "prompt_tokens": estimate_tokens(text)}  # fmt: skip
+                    "prompt_tokens": found.num_tokens + estimate_tokens(text[len(found.text) :])}  # fmt: skip
         return Task(id=task_id(domain.id, index), domain_id=domain.id, prompt=text,
                     gold=question.gold.model_dump(mode="json"), answer=question.answer,
                     difficulty=domain.difficulty, metadata=metadata)  # fmt: skip

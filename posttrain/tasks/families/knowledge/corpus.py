@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from posttrain.tasks.base import task_rng
 from posttrain.tasks.families.knowledge.document import (
     Document,
+    estimate_tokens,
     numbered,
     render,
     resolve_refs,
@@ -48,6 +49,8 @@ class Bundle:
     """Per document: drafting handle -> cite key."""
     lines: Lines
     text: str
+    num_tokens: int
+    """The estimated token count of `text` (counted once per bundle)."""
 
     def key(self, handle: str, document: int = 0) -> str:
         """The cite key of a drafted section."""
@@ -69,7 +72,8 @@ def bundle(drafts: Sequence[Draft], renumber: bool = True) -> Bundle:
         documents.append(document)
         keys.append(handles)
     data = tuple(item for _doc, item in drafts)
-    return Bundle(tuple(documents), data, tuple(keys), section_lines(documents), render(documents))
+    text = render(documents)
+    return Bundle(tuple(documents), data, tuple(keys), section_lines(documents), text, estimate_tokens(text))
 
 
 QuestionMaker = Callable[[Bundle, random.Random], Question]
