@@ -236,6 +236,9 @@ def _resolve_entry(entry: DomainEntry, base: Path) -> DomainEntry:
     if isinstance(family, JsonlConfig) and not family.path.is_absolute():
         family = family.model_copy(update={"path": base / family.path})
         return entry.model_copy(update={"family": family})
+    if isinstance(family, KnowledgeConfig) and family.python_docs_dir is not None and not family.python_docs_dir.is_absolute():
+        family = family.model_copy(update={"python_docs_dir": base / family.python_docs_dir})
+        return entry.model_copy(update={"family": family})
     if isinstance(family, TerminalConfig):
         sources = [s.model_copy(update={"path": base / s.path}) for s in family.sources]
         return entry.model_copy(update={"family": family.model_copy(update={"sources": sources})})

@@ -12,7 +12,7 @@ from posttrain.tasks.families.knowledge.document import Document, Table, render,
 from posttrain.tasks.families.knowledge.pydoc import find_library
 from posttrain.tasks.families.knowledge.pydoc_parse import parse_page
 from posttrain.tasks.pool import TaskPool
-from posttrain.tasks.registry import DomainEntry, DomainRegistry
+from posttrain.tasks.registry import DomainEntry, DomainRegistry, load_domains
 from posttrain.tasks.validate import validate_domain
 from posttrain.verify import build_verifier
 from posttrain.verify.citation_gold import CitationGold
@@ -109,3 +109,12 @@ def test_real_library_documents_give_gold_one_at_every_level() -> None:
         task = family.task(spec, 3, 0)
         assert verifier.score(task, str(task.answer)).reward == 1.0, task.id
         assert verifier.score(task, "Answer: not stated\nCitations: none").reward == (1.0 if spec.path.domain == "unanswerable" else 0.0)
+
+
+def test_a_relative_library_folder_resolves_against_the_domains_file(tmp_path: Path) -> None:
+    (tmp_path / "lib").mkdir()
+    for page in FIXTURE.iterdir():
+        (tmp_path / "lib" / page.name).write_text(page.read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "domains.yaml").write_text("domains:\n  - family: {kind: knowledge, corpora: [python_docs], python_docs_dir: lib}\n")
+    registry = DomainRegistry.from_config(load_domains(tmp_path / "domains.yaml"))
+    assert len(registry) == 15 and registry.problems == []
