@@ -61,7 +61,7 @@ def test_every_fact_is_stated_in_exactly_its_home_section(corpus: str, level: st
 @pytest.mark.parametrize("vocabulary", [REPORT_PROSE, POLICY_PROSE, SPEC_PROSE], ids=["report", "policy", "spec"])
 def test_filler_prose_holds_no_digits(vocabulary: Vocabulary) -> None:
     words = [s for t in vocabulary.topics for s in (*t.titles, *t.sentences)]
-    words += [w for options in vocabulary.slots.values() for w in options] + list(vocabulary.openers)
+    words += [w for options in vocabulary.slots.values() for w in options] + [*vocabulary.openers, *vocabulary.tails]
     assert not [w for w in words if re.search(r"\d", w)]
     writer = FillerWriter(vocabulary, random.Random(0), subject="the subject")
     assert not re.search(r"\d", " ".join(str(b) for s in writer.sections_of_size("f", 3_000) for b in s.blocks))

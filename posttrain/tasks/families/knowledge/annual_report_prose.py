@@ -121,4 +121,11 @@ _TOPICS = (
     )),
 )
 
-VOCABULARY = Vocabulary(topics=_TOPICS, slots=_SLOTS)
+_TAILS = (
+    "in line with our {quality} approach", "as reported to the board during the year", "across all of our businesses",
+    "with the support of our {stakeholder}", "building on the progress of earlier periods",
+    "subject to market conditions", "while keeping a close eye on {pressure}", "in close dialogue with {stakeholder}",
+    "as part of a {quality} plan agreed by the board", "with clear accountability at executive level",
+)
+
+VOCABULARY = Vocabulary(topics=_TOPICS, slots=_SLOTS, tails=_TAILS)

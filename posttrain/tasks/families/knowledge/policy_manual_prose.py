@@ -91,4 +91,10 @@ _TOPICS = (
     )),
 )
 
-VOCABULARY = Vocabulary(topics=_TOPICS, slots=_SLOTS)
+_TAILS = (
+    "in line with the principles of this manual", "{reason}", "with the support of {manager}",
+    "whatever their role or location", "as explained during induction", "and questions can go to {channel}",
+    "both in the office and when working remotely", "so that {value} is never in doubt",
+)
+
+VOCABULARY = Vocabulary(topics=_TOPICS, slots=_SLOTS, tails=_TAILS)

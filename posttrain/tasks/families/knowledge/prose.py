@@ -1,8 +1,9 @@
 """Filler prose: realistic, varied sections that surround the evidence and carry none of it.
 
 A `Vocabulary` is a corpus's topics (titles and sentence templates with `{slot}` fields), the words
-each slot draws from and sentence openers. `FillerWriter.section` writes one section on one topic: five
-to nine of its sentences (none twice), fresh slot draws, in two or three paragraphs. Filler never states a fact: templates and
+each slot draws from, sentence openers and closing clauses. `FillerWriter.section` writes one section
+on one topic: five to nine of its sentences (none twice; across the document the least used templates
+come first), fresh slot draws, in two or three paragraphs. Filler never states a fact: templates and
 slot words hold no digits (tested), and any sentence that happens to contain a forbidden string (a
 name or figure some question rests on) is dropped as it is written - so a filler section can never be
 where the evidence of a question sits.
@@ -14,6 +15,7 @@ evidence sections (each corpus writes those) or sizing a document (`sizing.py`).
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -41,6 +43,8 @@ class Vocabulary:
     openers: tuple[str, ...] = ("in practice,", "as a rule,", "in addition,", "where possible,", "at the same time,",
                                 "for this reason,", "equally,", "over time,")  # fmt: skip
     """Phrases that may open a sentence (one sentence in five)."""
+    tails: tuple[str, ...] = ()
+    """Clauses (slots allowed) that may close a sentence before its full stop (one sentence in three)."""
 
 
 @dataclass
@@ -54,12 +58,14 @@ class FillerWriter:
     forbidden: Sequence[str] = ()
     """Strings no filler sentence may contain (the evidence's names and figures)."""
     used_titles: set[str] = field(default_factory=set)
+    uses: Counter[str] = field(default_factory=Counter)
+    """How often each template has been written (the least used are picked first)."""
 
     def section(self, handle: str, topic: Topic | None = None) -> Section:
         """One filler section with the drafting id `handle`: its topic's sentences (none twice) in two or
         three paragraphs."""
         topic = topic or self.rng.choice(self.vocabulary.topics)
-        templates = self.rng.sample(topic.sentences, min(len(topic.sentences), self.rng.randint(5, 9)))
+        templates = self._pick(topic, self.rng.randint(5, 9))
         cuts = sorted(self.rng.sample(range(2, len(templates) - 1), min(self.rng.randint(1, 2), len(templates) - 3)))
         bounds = [0, *cuts, len(templates)]
         paragraphs = (self._join(templates[a:b]) for a, b in zip(bounds, bounds[1:], strict=False))
@@ -68,10 +74,16 @@ class FillerWriter:
     def paragraph(self, topic: Topic) -> str:
         """Three to six distinct sentences of `topic`."""
         for _ in range(8):
-            text = self._join(self.rng.sample(topic.sentences, min(len(topic.sentences), self.rng.randint(3, 6))))
+            text = self._join(self._pick(topic, self.rng.randint(3, 6)))
             if text:
                 return text
         return _NEUTRAL
+
+    def _pick(self, topic: Topic, count: int) -> list[str]:
+        """`count` distinct templates of `topic`, the least written first (ties broken at random)."""
+        order = sorted(topic.sentences, key=lambda t: (self.uses[t], self.rng.random()))[:count]
+        self.uses.update(order)
+        return self.rng.sample(order, len(order))
 
     def _join(self, templates: Sequence[str]) -> str:
         """The sentences of `templates`, without any that holds a forbidden string (possibly none)."""
@@ -79,7 +91,10 @@ class FillerWriter:
         return " ".join(s for s in sentences if not any(bad in s for bad in self.forbidden))
 
     def _fill(self, template: str) -> str:
-        words = {name: self.rng.choice(options) for name, options in self.vocabulary.slots.items()
+        vocabulary = self.vocabulary
+        if vocabulary.tails and template.endswith(".") and self.rng.random() < 0.35:
+            template = f"{template[:-1]}, {self.rng.choice(vocabulary.tails)}."
+        words = {name: self.rng.choice(options) for name, options in vocabulary.slots.items()
                  if "{" + name + "}" in template}  # fmt: skip
         text = template.format(subject=self.subject, **words)
         if self.vocabulary.openers and self.rng.random() < 0.2:

@@ -105,4 +105,10 @@ _TOPICS = (
     )),
 )
 
-VOCABULARY = Vocabulary(topics=_TOPICS, slots=_SLOTS)
+_TAILS = (
+    "as described in {source}", "{condition}", "to achieve {goal}", "as shown in {source}",
+    "which helps {goal}", "particularly {condition}", "without additional host software",
+    "according to the guidance for {part}",
+)
+
+VOCABULARY = Vocabulary(topics=_TOPICS, slots=_SLOTS, tails=_TAILS)
