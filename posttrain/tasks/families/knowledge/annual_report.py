@@ -162,14 +162,14 @@ def _core_chapters(report: Report, writer: FillerWriter) -> list[Section]:
     segments = ", ".join(report.segments[:-1]) + f" and {report.segments[-1]}"
     overview = f"{report.company} reports its results through {len(report.segments)} segments: {segments}."
     return [
-        Section("letter", "Letter to shareholders", (writer.paragraph(topics[0]), writer.paragraph(topics[7]))),
+        Section("letter", "Letter to shareholders", (writer.paragraph(topics[0]),)),
         Section("overview", "Business overview", (overview,)),
         Section("results", "Segment results", ("The tables below present segment figures as originally reported.",),
                 (_table_section(report, "rev"), _table_section(report, "opinc"))),  # fmt: skip
-        Section("people", "Our people", (writer.paragraph(topics[4]),), (_headcount_section(report),)),
-        Section("risks", "Risk management", (writer.paragraph(topics[2]),)),
+        Section("people", "Our people", ("This chapter reports the workforce by region.",), (_headcount_section(report),)),
+        Section("risks", "Risk management", ("This chapter describes the principal risks and how they are managed.",)),
         Section("governance", "Corporate governance", (), _governance(report)),
-        Section("notes", "Notes to the financial statements", (writer.paragraph(topics[5]),),
+        Section("notes", "Notes to the financial statements", ("The notes below form part of the financial statements.",),
                 tuple(_note(report, r) for r in report.restatements)),  # fmt: skip
     ]
 

@@ -122,7 +122,10 @@ class FillerWriter:
         total = 0
         while total < num_tokens:
             section = self.section(f"{prefix}{len(out) + 1}")
-            total += estimate_tokens(" ".join([f"## §0.0 {section.title}", *map(str, section.blocks)]))
+            size = estimate_tokens(" ".join([f"## §0.0 {section.title}", *map(str, section.blocks)]))
+            if total + size - num_tokens > num_tokens - total:  # the last section: keep it only if that is closer
+                break
+            total += size
             out.append(section)
         return out
 
