@@ -9,8 +9,8 @@ The format (stated in every knowledge prompt, docs/knowledge.md):
   allowed, `Final answer:` too); earlier ones are drafts. The citations are those of the first
   `Citations:` after it (on the same line or a later one); a `Citations:` before the last answer is
   ignored, so no answer's citations can be borrowed by another.
-- A scalar answer is the first non-empty line after the marker, with markdown emphasis, surrounding
-  quotes and one trailing full stop removed. A JSON answer is the first JSON object after the marker.
+- A scalar answer is the first non-empty line after the marker, with `*`/backtick emphasis, surrounding
+  quotes and one trailing full stop removed (underscores are kept: `__next__` is a name). A JSON answer is the first JSON object after the marker.
 - A cite key is an optional document letter, `§`, then an id (`§3.2`, `A§2.1`, `§json.dumps`); spaces
   around `§` and the HTML entity `&sect;` are accepted, text is NFKC-normalised first (full-width
   digits become ASCII). Anything else (`Section 3.2`, `3.2`, look-alike signs such as `⸹`) is not a
@@ -34,7 +34,8 @@ from posttrain.verify.extract import clean_text
 _ANSWER = re.compile(r"^[ \t>#*_-]*(?:final[ \t]+)?answer[ \t*_]*[:：]", re.IGNORECASE | re.MULTILINE)
 _CITATIONS = re.compile(r"\bcitations?[ \t*_]*[:：]", re.IGNORECASE)
 _CITE = re.compile(r"(?<![\w§])([A-Z]?)[ \t]*§[ \t]*([0-9A-Za-z_][\w.\-:#~]*)")
-_EMPHASIS = " \t*_`"
+_EMPHASIS = " \t*`"
+"""Stripped around a scalar answer; `_` is not (it would eat the ends of `__next__`)."""
 _QUOTES = "\"'“”‘’"
 MAX_ANSWER_CHARS = 4_000
 """A scalar answer longer than this is not an answer (a wall of text is never graded as one)."""

@@ -67,6 +67,6 @@ def test_a_bundle_without_renumbering_keeps_a_sources_anchors() -> None:
 
 def test_estimate_tokens_counts_words_digits_and_symbols() -> None:
     assert estimate_tokens("") == 0
-    # 2 words x 1.25 + 4 digits x 0.65 + 2 symbols x 0.9 = 6.9
-    assert estimate_tokens("Revenue: 1,234 USD") == 7
+    # 2 words x 1.2 + 4 digits x 0.85 + 2 symbols x 0.95 = 7.7
+    assert estimate_tokens("Revenue: 1,234 USD") == 8
     assert estimate_tokens("word " * 100) > estimate_tokens("word " * 10)

@@ -118,3 +118,13 @@ def test_a_relative_library_folder_resolves_against_the_domains_file(tmp_path: P
     (tmp_path / "domains.yaml").write_text("domains:\n  - family: {kind: knowledge, corpora: [python_docs], python_docs_dir: lib}\n")
     registry = DomainRegistry.from_config(load_domains(tmp_path / "domains.yaml"))
     assert len(registry) == 15 and registry.problems == []
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(REAL is None, reason="Debian's python3-doc is not installed")
+def test_gold_scores_one_over_many_real_documents() -> None:
+    family = KnowledgeFamily(KnowledgeConfig(corpora=["python_docs"]))
+    verifier = build_verifier(CitationsConfig())
+    failures = [task.id for spec in family.domains() for task in (family.task(spec, 16 * d, 5) for d in range(40))
+                if verifier.score(task, str(task.answer)).reward != 1.0]  # fmt: skip
+    assert failures == []

@@ -172,6 +172,8 @@ def test_normalized_and_exact_answers() -> None:
     for answer in ("cloud  services", "**Cloud Services.**", '"Cloud Services"', "CLOUD"):
         assert score(name, f"Answer: {answer}\nCitations: §3.1").reward == 1.0, answer
     assert score(name, "Answer: Cloud Services or Logistics\nCitations: §3.1").reward == 0.0
+    dunder = CitationGold(type="normalized", answer="csv.csvreader.__next__", evidence=EVIDENCE[:1])
+    assert score(dunder, "Answer: `csv.csvreader.__next__`\nCitations: §3.1").reward == 1.0
     part = CitationGold(type="exact", answer="MX-9151A", evidence=EVIDENCE[:1])
     assert score(part, "Answer: MX-9151A\nCitations: §3.1").reward == 1.0
     assert score(part, "Answer: mx-9151a\nCitations: §3.1").reward == 0.0

@@ -131,7 +131,7 @@ class KnowledgeFamily:
 
 
 _TOKENS = {"easy": "2K", "medium": "8K", "hard": "32K"}
-_MAX_DOCUMENT_TRIES = 8
+_MAX_DOCUMENT_TRIES = 32
 _DOCUMENT_STRIDE = 7_919
 """A prime: the documents tried after one that offers no question of a type are far from it."""
 

@@ -25,11 +25,11 @@ _REF = re.compile(r"\[\[([\w.\-]+)\]\]")
 _WORD = re.compile(r"[^\W\d_]+")
 _DIGIT = re.compile(r"\d")
 _SYMBOL = re.compile(r"[^\w\s]")
-TOKENS_PER_WORD = 1.25
-TOKENS_PER_DIGIT = 0.65
-TOKENS_PER_SYMBOL = 0.9
+TOKENS_PER_WORD = 1.2
+TOKENS_PER_DIGIT = 0.85
+TOKENS_PER_SYMBOL = 0.95
 """SmolLM2 tokens per word, digit and symbol of rendered knowledge documents (fitted on all corpora and
-levels; within 8% of the real count, `tests/tasks/test_knowledge_tokens.py`). Characters per token alone
+levels; within 9% of the real count, `tests/tasks/test_knowledge_tokens.py`). Characters per token alone
 vary from 3.5 (tables of figures) to 5.4 (prose), so a single ratio would be off by 20%."""
 
 

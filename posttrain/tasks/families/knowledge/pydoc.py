@@ -143,14 +143,15 @@ def _take(sections: Sequence[Section], budget: int, whole: set[str]) -> tuple[li
         if budget - used < _MIN_SECTION_TOKENS:
             break
         own = _own_tokens(section)
-        if used + own <= budget:
+        fits = used + own <= budget
+        if fits:
             whole.add(section.id)
             blocks = section.blocks
         else:
             blocks = _fit_blocks(section.blocks, budget - used - own + _blocks_tokens(section.blocks))
         used += own - _blocks_tokens(section.blocks) + _blocks_tokens(blocks)
         children, child_used = _take(section.children, budget - used, whole)
-        if blocks or children:
+        if fits or blocks or children:
             out.append(replace(section, blocks=blocks, children=tuple(children)))
         used += child_used
     return out, used
@@ -209,7 +210,7 @@ def _module(b: Bundle, defs: Sequence[Definition], rng: random.Random) -> Questi
 
 def _default(b: Bundle, defs: Sequence[Definition], rng: random.Random) -> Question | None:
     options = [(d, name, default) for d in defs for name, default in d.params
-               if default is not None and len(default) <= 40 and not name.startswith("*") and name]  # fmt: skip
+               if default is not None and default.strip("'\" ") and len(default) <= 40 and not name.startswith("*") and name]  # fmt: skip
     if not options:
         return None
     d, name, default = rng.choice(options)
