@@ -47,6 +47,7 @@ TORCH_FREE = [
     "posttrain.tasks.sandbox_config", "posttrain.envs", "posttrain.verify.tool_calls",
     "posttrain.envs.schema", "posttrain.envs.tools", "posttrain.envs.base", "posttrain.envs.example",
     "posttrain.verify.bfcl_ast", "posttrain.tasks.families.bfcl", "posttrain.tasks.families.bfcl_multi",
+    "posttrain.tasks.families.knowledge", "posttrain.verify.citations",
 ]
 """Modules whose import must not load torch (configs, CPU bookkeeping, the CLI's registration)."""
 

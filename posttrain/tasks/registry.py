@@ -29,6 +29,7 @@ from posttrain.tasks.families.bfcl_multi import BfclMultiConfig, BfclMultiFamily
 from posttrain.tasks.families.code import CodeConfig, CodeFamily
 from posttrain.tasks.families.gamedev import GameDevConfig, GameDevFamily
 from posttrain.tasks.families.jsonl import JsonlConfig, JsonlFamily
+from posttrain.tasks.families.knowledge import KnowledgeConfig, KnowledgeFamily
 from posttrain.tasks.families.lists import ListsConfig, ListsFamily
 from posttrain.tasks.families.reasoning_gym import ReasoningGymFamily, ReasoningGymFamilyConfig
 from posttrain.tasks.families.strings import StringsConfig, StringsFamily
@@ -55,6 +56,7 @@ FamilyConfig = Annotated[
     | CodeConfig
     | GameDevConfig
     | TerminalConfig
+    | KnowledgeConfig
     | PluginFamilyConfig,
     Field(discriminator="kind"),
 ]
@@ -68,6 +70,7 @@ FAMILIES: Builders[DomainFamily] = Builders("domain family", {
     CodeConfig: CodeFamily,
     GameDevConfig: GameDevFamily,
     TerminalConfig: TerminalFamily,
+    KnowledgeConfig: KnowledgeFamily,
     PluginFamilyConfig: plugin_builder(DomainFamily, "DomainFamily"),
 })
 
@@ -235,6 +238,9 @@ def _resolve_entry(entry: DomainEntry, base: Path) -> DomainEntry:
     family = entry.family
     if isinstance(family, JsonlConfig) and not family.path.is_absolute():
         family = family.model_copy(update={"path": base / family.path})
+        return entry.model_copy(update={"family": family})
+    if isinstance(family, KnowledgeConfig) and family.python_docs_dir is not None and not family.python_docs_dir.is_absolute():
+        family = family.model_copy(update={"python_docs_dir": base / family.python_docs_dir})
         return entry.model_copy(update={"family": family})
     if isinstance(family, TerminalConfig):
         sources = [s.model_copy(update={"path": base / s.path}) for s in family.sources]

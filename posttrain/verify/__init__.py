@@ -11,6 +11,8 @@ Gold data conventions (what a family puts in a Task):
   `"The answer is \\boxed{42}"` or just `"42"`.
 - reasoning_gym: `task.gold` is the reasoning-gym entry (question, answer, metadata) made JSON-safe;
   `task.answer` is `<answer>` + the entry's answer + `</answer>`.
+- citations: `task.gold` is a `CitationGold` as JSON (answer type, answer, evidence sections per fact);
+  `task.answer` is `Answer: ...` then `Citations: §...` (docs/knowledge.md).
 
 Failure attribution: a wrong, empty or unparsable answer is `Score.wrong` (a model failure); missing gold,
 a verifier bug, a crashed or hung worker is `Score.infra` (never trained on).

@@ -143,6 +143,18 @@ class GameLevelConfig(_VerifierConfig):
     (`posttrain.verify.gamedev.levels`); nothing from the response runs."""
 
 
+class CitationsConfig(_VerifierConfig):
+    kind: Literal["citations"] = "citations"
+    """An answer about documents graded with its citations (`posttrain.verify.citations`): `Task.gold` is
+    a `CitationGold`; reward = accuracy x ((1 - citation_weight) + citation_weight x citation F1)."""
+    citation_weight: float = Field(1.0, ge=0.0, le=1.0)
+    """Share of the reward that citation quality scales: 1 gives accuracy x F1, 0 ignores citations."""
+    unsupported_zero: bool = False
+    """A cited section that contains no needed fact makes the reward 0 (instead of lowering precision)."""
+    pass_threshold: float = Field(1.0, gt=0.0, le=1.0)
+    """Reward at or above which the response counts as passed."""
+
+
 class EnvironmentConfig(_VerifierConfig):
     kind: Literal["environment"] = "environment"
     """Graded by the domain's environment (agent domains): the response, or a list of turns, is fed to
@@ -163,6 +175,6 @@ class PluginVerifierConfig(PluginConfig, _VerifierConfig):
 
 VerifierConfig = Annotated[
     ExactConfig | NormalizedConfig | NumericConfig | MathConfig | ReasoningGymConfig | BfclAstConfig
-    | CodeTestsConfig | GamePlayConfig | GameLevelConfig | EnvironmentConfig | PluginVerifierConfig,
+    | CodeTestsConfig | GamePlayConfig | GameLevelConfig | CitationsConfig | EnvironmentConfig | PluginVerifierConfig,
     Field(discriminator="kind"),
 ]

@@ -19,6 +19,7 @@ from posttrain.tasks.families.bfcl_multi import BfclMultiConfig
 from posttrain.tasks.families.code import CodeConfig
 from posttrain.tasks.families.gamedev import GameDevConfig
 from posttrain.tasks.families.jsonl import JsonlConfig
+from posttrain.tasks.families.knowledge import KnowledgeConfig
 from posttrain.tasks.families.lists import ListsConfig
 from posttrain.tasks.families.reasoning_gym import ReasoningGymFamilyConfig
 from posttrain.tasks.families.strings import StringsConfig
@@ -43,6 +44,7 @@ FAMILIES: dict[str, object] = {
     "code": CodeConfig(),
     "gamedev": GameDevConfig(),
     "terminal": TerminalConfig(sources=[TerminalSource(path=Path(__file__).parent / "data" / "terminal")]),
+    "knowledge": KnowledgeConfig(),
     "plugin": PluginFamilyConfig(plugin="tests.fakes.families:make_echo", params={"alphabet": "xyz"}),
 }
 
@@ -77,7 +79,7 @@ def test_generation_is_deterministic_under_seed(kind: str) -> None:
 @pytest.mark.parametrize(
     "kind",
     ["arithmetic", "strings", "lists", "jsonl", "code", "plugin", pytest.param("reasoning_gym", marks=pytest.mark.slow),
-     pytest.param("gamedev", marks=pytest.mark.slow)],
+     pytest.param("gamedev", marks=pytest.mark.slow), pytest.param("knowledge", marks=pytest.mark.slow)],
 )
 def test_no_train_eval_overlap_over_10k_samples(kind: str) -> None:
     pool = pool_for(kind)
