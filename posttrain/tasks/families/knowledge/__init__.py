@@ -10,14 +10,18 @@ Task index -> (document index, question index) = divmod(index, questions_per_doc
 indices ask different questions about the same document, whose rendering is the prompt's prefix, so a
 batch's prompts share their KV prefix. The document depends on (seed, corpus, level, document index)
 only - question types of one corpus and level share documents too (comparison uses pairs).
-`Task.metadata` holds `document_id`, `question_index` and `prompt_tokens` (estimated). Recent bundles
-are cached (`CACHE_SIZE`), so the questions of a document do not re-render it.
+Domains declare `context_size` = questions_per_document and tasks carry the document text's hash as
+`context_hash`, so the pool draws a document's questions together and splits by document (no question
+about an evaluation document is trained on). `Task.metadata` holds `document_id`, `question_index` and
+`prompt_tokens` (estimated). Recent bundles are cached (`CACHE_SIZE`), so the questions of a document do
+not re-render it.
 
 Not here: the document model (`document.py`), grading (`posttrain.verify.citations`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
 import threading
 from collections import OrderedDict
@@ -74,6 +78,7 @@ class KnowledgeFamily:
         self._domains = [
             DomainSpec(id=f"knowledge/{name}/{qtype}@{level}", family_kind="knowledge", source=_source_of(name),
                        verifier="citations", difficulty=LEVEL_DIFFICULTY[level],
+                       context_size=config.questions_per_document,
                        description=f"{name.replace('_', ' ')}: {qtype} question, {level} (~{_TOKENS[level]} tokens)")
             for name, source in self._sources.items() for qtype in source.questions for level in config.levels
         ]  # fmt: skip
@@ -96,7 +101,8 @@ class KnowledgeFamily:
                     "prompt_tokens": found.num_tokens + estimate_tokens(text[len(found.text) :])}  # fmt: skip
         return Task(id=task_id(domain.id, index), domain_id=domain.id, prompt=text,
                     gold=question.gold.model_dump(mode="json"), answer=question.answer,
-                    difficulty=domain.difficulty, metadata=metadata)  # fmt: skip
+                    difficulty=domain.difficulty, metadata=metadata,
+                    context_hash=hashlib.sha256(found.text.encode()).hexdigest())  # fmt: skip
 
     def verifier(self, domain: DomainSpec) -> VerifierConfig:
         return CitationsConfig()
