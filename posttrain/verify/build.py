@@ -12,9 +12,11 @@ from posttrain.plugins import Builders, plugin_builder
 from posttrain.types import Score, Task
 from posttrain.verify.base import Verifier
 from posttrain.verify.bfcl_ast import BfclAstVerifier
+from posttrain.verify.cad import CadGeometryVerifier
 from posttrain.verify.code import CodeTestsVerifier
 from posttrain.verify.configs import (
     BfclAstConfig,
+    CadGeometryConfig,
     CodeTestsConfig,
     EnvironmentConfig,
     ExactConfig,
@@ -32,7 +34,7 @@ from posttrain.verify.text import ExactVerifier, NormalizedVerifier, NumericVeri
 BUILDERS: Builders[Verifier] = Builders("verifier", {
     ExactConfig: ExactVerifier, NormalizedConfig: NormalizedVerifier, NumericConfig: NumericVerifier,
     MathConfig: MathVerifier, ReasoningGymConfig: ReasoningGymVerifier, BfclAstConfig: BfclAstVerifier,
-    CodeTestsConfig: CodeTestsVerifier,
+    CodeTestsConfig: CodeTestsVerifier, CadGeometryConfig: CadGeometryVerifier,
     EnvironmentConfig: lambda _config: UnboundEpisodeVerifier(),
     PluginVerifierConfig: plugin_builder(Verifier, "Verifier"),
 })
