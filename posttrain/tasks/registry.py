@@ -26,6 +26,7 @@ from posttrain.tasks.base import DomainFamily, EnvironmentFamily
 from posttrain.tasks.families.arithmetic import ArithmeticConfig, ArithmeticFamily
 from posttrain.tasks.families.bfcl import BfclConfig, BfclFamily
 from posttrain.tasks.families.bfcl_multi import BfclMultiConfig, BfclMultiFamily
+from posttrain.tasks.families.cad import CadConfig, CadFamily
 from posttrain.tasks.families.code import CodeConfig, CodeFamily
 from posttrain.tasks.families.jsonl import JsonlConfig, JsonlFamily
 from posttrain.tasks.families.lists import ListsConfig, ListsFamily
@@ -52,6 +53,7 @@ FamilyConfig = Annotated[
     | ToolUseConfig
     | BfclMultiConfig
     | CodeConfig
+    | CadConfig
     | TerminalConfig
     | PluginFamilyConfig,
     Field(discriminator="kind"),
@@ -64,6 +66,7 @@ FAMILIES: Builders[DomainFamily] = Builders("domain family", {
     ToolUseConfig: ToolUseFamily,
     BfclMultiConfig: BfclMultiFamily,
     CodeConfig: CodeFamily,
+    CadConfig: CadFamily,
     TerminalConfig: TerminalFamily,
     PluginFamilyConfig: plugin_builder(DomainFamily, "DomainFamily"),
 })

@@ -16,6 +16,7 @@ import pytest
 from posttrain.tasks.families.arithmetic import ArithmeticConfig
 from posttrain.tasks.families.bfcl import BfclConfig
 from posttrain.tasks.families.bfcl_multi import BfclMultiConfig
+from posttrain.tasks.families.cad import CadConfig
 from posttrain.tasks.families.code import CodeConfig
 from posttrain.tasks.families.jsonl import JsonlConfig
 from posttrain.tasks.families.lists import ListsConfig
@@ -40,6 +41,8 @@ FAMILIES: dict[str, object] = {
     "tools": ToolUseConfig(),
     "bfcl_multi": BfclMultiConfig(isolation="process"),
     "code": CodeConfig(),
+    # Easy levels only: rendering the harder references takes CGAL seconds (all levels: test_cad_families.py).
+    "cad": CadConfig(levels=["easy"]),
     "terminal": TerminalConfig(sources=[TerminalSource(path=Path(__file__).parent / "data" / "terminal")]),
     "plugin": PluginFamilyConfig(plugin="tests.fakes.families:make_echo", params={"alphabet": "xyz"}),
 }
