@@ -49,7 +49,7 @@ def mesh_libraries() -> tuple[bool, bool]:
 def read_stl(data: bytes) -> Floats:
     """The triangles ([F, 3, 3] float64) of binary STL `data`; MeshError when it is not one."""
     if len(data) < STL_HEADER_BYTES:
-        raise MeshError("empty_mesh", f"{len(data)} bytes is not a binary STL")
+        raise MeshError("bad_stl" if data else "empty_mesh", f"{len(data)} bytes is not a binary STL")
     count = int.from_bytes(data[80:84], "little")
     if count == 0 and (len(data) - STL_HEADER_BYTES) % STL_RECORD.itemsize == 0:
         count = (len(data) - STL_HEADER_BYTES) // STL_RECORD.itemsize  # a stream cannot seek back to the count
