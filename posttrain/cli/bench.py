@@ -19,8 +19,9 @@ BENCHMARKS: dict[str, str] = {
     "agents": "posttrain.bench.agents",
     "terminal": "posttrain.bench.terminal",
     "code": "posttrain.bench.code",
+    "cad": "posttrain.bench.cad",
 }
-ALL = ("sandbox", "curriculum", "rollout", "pipeline", "agents", "terminal", "code")
+ALL = ("sandbox", "curriculum", "rollout", "pipeline", "agents", "terminal", "code", "cad")
 """What `bench all` runs: `learning` trains four runs (about 12 minutes) and is run on its own."""
 
 
