@@ -172,9 +172,9 @@ class CadGeometryVerifier:
     def _compare(self, stl: bytes, reference: Solid) -> Score:
         try:
             candidate = self._solid(stl)
+            value, method = iou(candidate, reference, self.config.iou_method, self.config.columns)
         except MeshError as exc:
             return failure(exc.reason, str(exc), True)
-        value, method = iou(candidate, reference, self.config.iou_method, self.config.columns)
         return geometry_score(candidate, reference, value, method, self.config)
 
     def _solid(self, stl: bytes) -> Solid:

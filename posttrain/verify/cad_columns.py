@@ -10,8 +10,8 @@ else: nested or overlapping shells of the same orientation (2), inverted shells 
 `column_iou` integrates |A and B| and |A or B| along every ray (the solid of each mesh being where its
 winding is at least 1): a voxel IoU with exact lengths along z.
 
-Guarantees: pure numpy, deterministic, total for any float triangles (vertical triangles, degenerate ones
-and NaN are ignored); a ray through an edge or a vertex shared by triangles is counted once (the top-left
+Guarantees: pure numpy, deterministic, bounded work (`MAX_PAIRS`), total for any float triangles
+(vertical triangles, degenerate ones and NaN are ignored); a ray through an edge or a vertex shared by triangles is counted once (the top-left
 rule of rasterisation, with edge functions computed in a canonical vertex order so that the two
 triangles of an edge get exactly opposite values). Not here: what counts as a good mesh (`cad_mesh.py`).
 """
@@ -29,8 +29,14 @@ _JITTER = (0.5 + 0.01371, 0.5 + 0.02913)
 """Where in its cell a ray passes (x, y), off the centre by an amount no round dimension hits."""
 _MIN_LENGTH_REL = 1e-9
 """Intervals shorter than this fraction of the grid's extent are ignored (ties of equal crossings)."""
-_MAX_PAIRS = 50_000_000
-"""Ray-triangle candidate pairs above which the work is refused (a pathological mesh)."""
+MAX_PAIRS = 2_000_000
+"""Ray-triangle candidate pairs above which the work is refused (`TooComplex`): a few hundred bytes of
+working memory each. Meshes OpenSCAD makes of real parts stay far below (about one pair per ray per
+surface crossed, plus each triangle's bounding box)."""
+
+
+class TooComplex(ValueError):
+    """The mesh would need more than `MAX_PAIRS` ray-triangle tests."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +70,7 @@ class Crossings:
 
 
 def crossings(triangles: Floats, grid: Grid) -> Crossings:
-    """Where the grid's rays cross `triangles` ([F, 3, 3]); too many candidate pairs raises ValueError."""
+    """Where the grid's rays cross `triangles` ([F, 3, 3]); `TooComplex` past `MAX_PAIRS` candidate pairs."""
     tri = np.asarray(triangles, dtype=np.float64).reshape(-1, 3, 3)
     xy = tri[:, :, :2]
     area2 = _cross(xy[:, 1] - xy[:, 0], xy[:, 2] - xy[:, 0])
@@ -79,8 +85,8 @@ def crossings(triangles: Floats, grid: Grid) -> Crossings:
     nx, ny = np.maximum(ix1 - ix0 + 1, 0), np.maximum(iy1 - iy0 + 1, 0)
     counts = nx * ny
     total = int(counts.sum())
-    if total > _MAX_PAIRS:
-        raise ValueError(f"{total} ray-triangle pairs")
+    if total > MAX_PAIRS:
+        raise TooComplex(f"{total} ray-triangle pairs (at most {MAX_PAIRS})")
     owner = np.repeat(np.arange(len(tri)), counts)
     offset = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
     ix = ix0[owner] + offset % nx[owner]

@@ -24,10 +24,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from posttrain.verify.cad_columns import Floats, Grid, column_iou, crossings, winding_violations
+from posttrain.verify.cad_columns import Floats, Grid, TooComplex, column_iou, crossings, winding_violations
 
 STL_HEADER_BYTES = 84
 STL_RECORD = np.dtype([("normal", "<f4", (3,)), ("vertices", "<f4", (3, 3)), ("attribute", "<u2")])
+MAX_COORDINATE_MM = 1e6
+"""Coordinates further from the origin than a kilometre are refused (their volumes overflow nothing, but
+no part is that big)."""
 MAX_BAD_RAY_FRACTION = 0.002
 """Rays with a bad winding number tolerated (float rounding of a valid mesh), as a share of the grid."""
 IouMethod = Literal["auto", "columns"]
@@ -61,6 +64,8 @@ def read_stl(data: bytes) -> Floats:
     triangles = records["vertices"].astype(np.float64)
     if not np.isfinite(triangles).all():
         raise MeshError("bad_stl", "the mesh has non-finite coordinates")
+    if np.abs(triangles).max() > MAX_COORDINATE_MM:
+        raise MeshError("bad_stl", f"the mesh has coordinates beyond {MAX_COORDINATE_MM:g} mm")
     return triangles
 
 
@@ -104,7 +109,10 @@ def load_solid(triangles: Floats, columns: int = 64, use_manifold: bool = True) 
     if not volume > 0:
         raise MeshError("not_manifold", f"the mesh encloses volume {volume:.6g} (inside out or flat)")
     grid = Grid.over(mesh.bounds[0], mesh.bounds[1], columns)
-    bad = winding_violations(crossings(triangles, grid), grid)
+    try:
+        bad = winding_violations(crossings(triangles, grid), grid)
+    except TooComplex as exc:
+        raise MeshError("too_complex", str(exc)) from None
     if bad > MAX_BAD_RAY_FRACTION * columns * columns:
         raise MeshError("self_overlapping", f"{bad} rays cross nested, overlapping or inverted shells")
     shells = _count_shells(np.asarray(mesh.faces), len(mesh.vertices))
@@ -135,22 +143,31 @@ def _count_shells(faces: np.ndarray, num_vertices: int) -> int:
 
 
 def _manifold(vertices: np.ndarray, faces: np.ndarray) -> Any:
-    """A manifold3d `Manifold` of the mesh, or None when manifold3d is missing or rejects the mesh."""
+    """A manifold3d `Manifold` of the mesh, or None when manifold3d is missing or refuses the mesh (the
+    column estimate is used then, so a mesh manifold3d cannot take is never blamed on the grader)."""
     if not mesh_libraries()[1]:
         return None
     import manifold3d
 
-    mesh = manifold3d.Mesh(np.ascontiguousarray(vertices, dtype=np.float32),
-                           np.ascontiguousarray(faces, dtype=np.uint32))  # fmt: skip
-    solid = manifold3d.Manifold(mesh)
-    return solid if solid.status() == manifold3d.Error.NoError else None
+    try:
+        mesh = manifold3d.Mesh(np.ascontiguousarray(vertices, dtype=np.float32),
+                               np.ascontiguousarray(faces, dtype=np.uint32))  # fmt: skip
+        solid = manifold3d.Manifold(mesh)
+        return solid if solid.status() == manifold3d.Error.NoError else None
+    except Exception:  # noqa: BLE001 - whatever it objects to, the rays can still measure the mesh
+        return None
 
 
 def iou(a: Solid, b: Solid, method: IouMethod = "auto", columns: int = 64) -> tuple[float, str]:
-    """The volumetric IoU of two solids, and the method that measured it (`manifold` or `columns`)."""
+    """The volumetric IoU of two solids, and the method that measured it (`manifold` or `columns`);
+    MeshError (`too_complex`) when the rays would cost too much."""
     if method != "columns" and a.manifold is not None and b.manifold is not None:
         both = float((a.manifold ^ b.manifold).volume())
         union = float(a.manifold.volume()) + float(b.manifold.volume()) - both
-        return (both / union if union > 0 else 0.0), "manifold"
+        if np.isfinite(both) and union > 0:
+            return both / union, "manifold"
     grid = Grid.over(np.minimum(a.lo_mm, b.lo_mm), np.maximum(a.hi_mm, b.hi_mm), columns)
-    return column_iou(a.triangles, b.triangles, grid), "columns"
+    try:
+        return column_iou(a.triangles, b.triangles, grid), "columns"
+    except TooComplex as exc:
+        raise MeshError("too_complex", str(exc)) from None

@@ -4,14 +4,16 @@ IoU methods, and the sub-scores built on them. Meshes are made with trimesh, so 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pytest
 
 from posttrain.types import ErrorKind
+from posttrain.verify import cad_columns
 from posttrain.verify.cad_columns import Grid, _inside, column_volume, crossings, winding_violations
-from posttrain.verify.cad_mesh import MeshError, Solid, iou, load_solid, read_stl
+from posttrain.verify.cad_mesh import MeshError, Solid, _manifold, iou, load_solid, read_stl
 from posttrain.verify.cad_score import failure, geometry_score
 from posttrain.verify.configs import Band, CadGeometryConfig, CadWeights
 
@@ -52,11 +54,27 @@ def test_bytes_that_are_not_a_binary_stl_are_refused(data: bytes, reason: str) -
     assert err.value.reason == reason
 
 
-def test_non_finite_coordinates_are_refused() -> None:
+@pytest.mark.parametrize("value, match", [(np.nan, "non-finite"), (np.inf, "non-finite"), (3e7, "beyond")])
+def test_non_finite_or_absurd_coordinates_are_refused(value: float, match: str) -> None:
     data = bytearray(stl(box(1, 1, 1)))
-    data[84 + 12 : 84 + 16] = np.float32(np.nan).tobytes()
-    with pytest.raises(MeshError, match="non-finite"):
+    data[84 + 12 : 84 + 16] = np.float32(value).tobytes()
+    with pytest.raises(MeshError, match=match):
         read_stl(bytes(data))
+
+
+def test_a_mesh_too_costly_to_ray_trace_is_the_models_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cad_columns, "MAX_PAIRS", 100)
+    with pytest.raises(MeshError) as err:
+        solid(box(10, 10, 10))
+    assert err.value.reason == "too_complex"
+
+
+def test_a_mesh_manifold3d_refuses_is_measured_by_the_rays() -> None:
+    assert _manifold(np.zeros((3, 3)), np.array([[0, 1, 2], [0, 1, 2]])) is None
+    a = solid(box(10, 10, 10))
+    b = solid(box(10, 10, 10, at=(5, 0, 0)))
+    value, method = iou(a, replace(b, manifold=None))
+    assert method == "columns" and value == pytest.approx(1 / 3, abs=0.02)
 
 
 # ------------------------------------------------------------------ what is a solid
