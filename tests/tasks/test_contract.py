@@ -77,7 +77,7 @@ def test_generation_is_deterministic_under_seed(kind: str) -> None:
 
 @pytest.mark.parametrize(
     "kind",
-    ["arithmetic", "strings", "lists", "jsonl", "code", "plugin", pytest.param("reasoning_gym", marks=pytest.mark.slow)],
+    ["arithmetic", "strings", "lists", "jsonl", "code", "cad", "plugin", pytest.param("reasoning_gym", marks=pytest.mark.slow)],
 )
 def test_no_train_eval_overlap_over_10k_samples(kind: str) -> None:
     pool = pool_for(kind)
