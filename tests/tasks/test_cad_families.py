@@ -102,6 +102,13 @@ def test_the_cli_lists_the_3d_class(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert [d["id"] for d in doc["domains"]] == [i for i in IDS if i.endswith("@easy")]
 
 
+def test_show_prints_openscad_vectors_as_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "domains.yaml"
+    path.write_text("domains:\n  - family: {kind: cad, families: [plate], levels: [medium]}\n")
+    assert main(["domains", "show", "3d/openscad/plate@medium", "--num-tasks", "1", "--domains", str(path)]) == 0
+    assert "cube([length, width, thickness]);" in capsys.readouterr().out  # not eaten as rich markup
+
+
 # ------------------------------------------------------------------ rendered references
 def render_checks(verifier: CadGeometryVerifier, tasks: list[Task]) -> list[str]:
     """Problems of each task's reference: it must pass against itself, with the spec's topology and box."""
