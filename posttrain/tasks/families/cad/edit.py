@@ -63,6 +63,8 @@ def draw_edit(style: EditStyle, rng: random.Random) -> Edit:
         old = part.values[target.name]
         low, high = rng.choice(FACTORS)
         new = round(old * rng.uniform(low, high) * 2) / 2
+        if not any(lo <= new / old <= hi for lo, hi in FACTORS):
+            continue  # rounding to 0.5 mm took a small dimension out of the band
         try:
             after = part.with_value(target.name, new)
         except ValueError:
