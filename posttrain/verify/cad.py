@@ -144,10 +144,10 @@ class CadGeometryVerifier:
         return await SandboxPool(self.spec, self.pool_size).start()
 
     async def _score_all(self, items: Sequence[tuple[Task, str]]) -> list[Score]:
-        pool = await self._pool()
-        return list(await asyncio.gather(*(self._score_one(pool, task, response) for task, response in items)))
+        return list(await asyncio.gather(*(self._score_one(task, response) for task, response in items)))
 
-    async def _score_one(self, pool: SandboxPool, task: Task, response: str) -> Score:
+    async def _score_one(self, task: Task, response: str) -> Score:
+        """Static checks first (no sandbox needed), then the reference and the program in the pool."""
         try:
             reference_source = parse_gold(task)
             program = extract_program(response)
@@ -156,6 +156,10 @@ class CadGeometryVerifier:
             forbidden = file_access(program)
             if forbidden is not None:
                 return failure("file_access", f"programs may not read files ({forbidden})", False)
+            try:
+                pool = await self._pool()
+            except Exception as exc:  # noqa: BLE001 - nothing can be rendered here: not the model's fault
+                return Score.infra(f"the cad sandbox pool cannot start: {type(exc).__name__}: {exc}"[:500])
             reference = await self._reference(pool, reference_source)
             result = await pool.run(OPENSCAD, files={PROGRAM_FILE: program})
             if result.status == "sandbox_error":

@@ -12,6 +12,7 @@ import pytest
 from posttrain.sandbox import ExecResult
 from posttrain.sandbox.spec import sandbox_error
 from posttrain.types import ErrorKind, Task
+from posttrain.verify import cad
 from posttrain.verify.cad import CadGeometryVerifier
 from posttrain.verify.configs import CadGeometryConfig
 from tests.verify.cad_fixtures import FakePool
@@ -101,3 +102,12 @@ def test_rejected_programs_never_reach_the_sandbox() -> None:
 def test_the_grader_sends_cad_items_to_the_verifiers_own_pool() -> None:
     # runs_in_sandbox: the Grader scores them inline, one `score_many` batch per verifier, never in workers.
     assert CadGeometryConfig().runs_in_sandbox
+
+
+def test_a_pool_that_cannot_start_is_infra_for_the_whole_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cad.shutil, "which", lambda _name: None)
+    verifier = CadGeometryVerifier(CadGeometryConfig(), pool_size=1)
+    rendered, empty, reads_file = verifier.score_many(
+        [(BOX_TASK, "cube([2, 3, 4]);"), (BOX_TASK, ""), (BOX_TASK, 'import("x.stl");')])
+    assert rendered.error is ErrorKind.INFRA and "openscad is not installed" in rendered.message
+    assert empty.error is ErrorKind.MODEL and reads_file.error is ErrorKind.MODEL  # decided without a sandbox
