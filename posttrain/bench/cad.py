@@ -8,7 +8,7 @@ timings are per graded response.
 - Sequential, one response at a time, median ms of each stage: OpenSCAD run directly on the host
   (`openscad ... -o -` in a subprocess, no isolation: the baseline), the same run through the verifier's
   sandbox pool, reading the STL into a checked solid (`read_stl` + `load_solid`: trimesh, the ray
-  winding check) and the IoU (manifold3d).
+  winding check) and comparing it with the reference (IoU and void share, manifold3d).
 - Batch: `CadGeometryVerifier.score_many` over every response with `--workers` sandboxes, against the
   direct runs `--workers` at a time, alternating for `--rounds` rounds; responses/s of each (median)
   and their ratio, direct / ours in time (the price of the sandbox and of the geometry checks together).
@@ -36,7 +36,7 @@ from posttrain.sandbox.host import host_features
 from posttrain.tasks.families.cad import CadConfig, CadFamily, fenced
 from posttrain.types import Task
 from posttrain.verify.cad import OPENSCAD, POOL_SIZE, PROGRAM_FILE, CadGeometryVerifier
-from posttrain.verify.cad_mesh import iou, load_solid, read_stl
+from posttrain.verify.cad_mesh import iou, load_solid, read_stl, void_recall
 from posttrain.verify.cad_program import extract_program
 from posttrain.verify.configs import CadGeometryConfig
 
@@ -60,7 +60,7 @@ def direct_stl(program: str, folder: Path, name: str) -> tuple[float, bytes]:
 
 def sequential_ms(verifier: CadGeometryVerifier, items: list[tuple[str, Task, str]], folder: Path) -> dict[str, float]:
     """Median milliseconds per response of each stage, one response at a time."""
-    stages: dict[str, list[float]] = {"openscad_direct": [], "openscad_sandboxed": [], "load_solid": [], "iou": []}
+    stages: dict[str, list[float]] = {"openscad_direct": [], "openscad_sandboxed": [], "load_solid": [], "compare": []}
     pool = run_blocking(verifier._pool(), 120)
     for index, (_, task, response) in enumerate(items):
         program = extract_program(response)
@@ -75,7 +75,8 @@ def sequential_ms(verifier: CadGeometryVerifier, items: list[tuple[str, Task, st
         reference = load_solid(read_stl(direct_stl(task.gold["reference"], folder, f"ref{index}")[1]))
         start = time.perf_counter()
         iou(solid, reference)
-        stages["iou"].append(time.perf_counter() - start)
+        void_recall(solid, reference)
+        stages["compare"].append(time.perf_counter() - start)
     return {name: 1000 * statistics.median(values) for name, values in stages.items()}
 
 
@@ -118,7 +119,7 @@ def run_bench(tasks_per_domain: int, workers: int, sequential: int, rounds: int,
         "host": {"cpus": os.cpu_count(), "load_average": list(os.getloadavg()), "workers": workers},
         "sequential_ms": stages,
         "sandbox_overhead_ratio": stages["openscad_sandboxed"] / stages["openscad_direct"],
-        "graded_ms_per_response": stages["openscad_sandboxed"] + stages["load_solid"] + stages["iou"],
+        "graded_ms_per_response": stages["openscad_sandboxed"] + stages["load_solid"] + stages["compare"],
         "batch": {"ours_seconds": ours_s, "direct_seconds": direct_s, "ours_responses_per_s": len(items) / ours,
                   "direct_responses_per_s": len(items) / direct, "ratio": direct / ours},  # fmt: skip
         "pass_rate": {v: sum(p) / len(p) for v, p in passed.items()},
@@ -132,7 +133,7 @@ def show(report: dict[str, Any]) -> None:
     print(f"cad grading: {work['responses']} responses, {host['cpus']} CPUs, load {host['load_average'][0]:.1f}, "
           f"{host['workers']} workers")  # fmt: skip
     print("  sequential, median ms per response: " + ", ".join(f"{k} {v:.1f}" for k, v in ms.items()))
-    print(f"  graded (sandboxed run + solid + IoU) {report['graded_ms_per_response']:.1f} ms; sandboxed / direct "
+    print(f"  graded (sandboxed run + solid + comparison) {report['graded_ms_per_response']:.1f} ms; sandboxed / direct "
           f"run {report['sandbox_overhead_ratio']:.2f}")  # fmt: skip
     batch = report["batch"]
     print(f"  batch: ours {batch['ours_responses_per_s']:.1f} responses/s, direct openscad "

@@ -35,7 +35,7 @@ from posttrain.sandbox import ExecResult, SandboxPool, SandboxSpec
 from posttrain.sandbox.background import run_blocking
 from posttrain.types import Score, Task
 from posttrain.verify.base import GoldError
-from posttrain.verify.cad_mesh import MeshError, Solid, iou, load_solid, mesh_libraries, read_stl
+from posttrain.verify.cad_mesh import MeshError, Solid, iou, load_solid, mesh_libraries, read_stl, void_recall
 from posttrain.verify.cad_program import extract_program, file_access
 from posttrain.verify.cad_score import failure, geometry_score
 from posttrain.verify.configs import CadGeometryConfig
@@ -177,9 +177,10 @@ class CadGeometryVerifier:
         try:
             candidate = self._solid(stl)
             value, method = iou(candidate, reference, self.config.iou_method, self.config.columns)
+            voids = void_recall(candidate, reference, self.config.iou_method, self.config.columns)
         except MeshError as exc:
             return failure(exc.reason, str(exc), True)
-        return geometry_score(candidate, reference, value, method, self.config)
+        return geometry_score(candidate, reference, value, method, voids, self.config)
 
     def _solid(self, stl: bytes) -> Solid:
         return load_solid(read_stl(stl), self.config.columns, use_manifold=self.config.iou_method == "auto")

@@ -8,7 +8,8 @@ Along one ray the running sum of signs is the winding number of the mesh there: 
 winding 0 or 1 everywhere and 0 at the top. `winding_violations` counts the rays where it is anything
 else: nested or overlapping shells of the same orientation (2), inverted shells (-1), open surfaces.
 `column_iou` integrates |A and B| and |A or B| along every ray (the solid of each mesh being where its
-winding is at least 1): a voxel IoU with exact lengths along z.
+winding is at least 1): a voxel IoU with exact lengths along z; `column_fill` integrates |A| and
+|A or B| inside a box (for the void check of `cad_mesh.void_recall`).
 
 Guarantees: pure numpy, deterministic, bounded work (`MAX_PAIRS`), total for any float triangles
 (vertical triangles, degenerate ones and NaN are ignored); a ray through an edge or a vertex shared by triangles is counted once (the top-left
@@ -161,8 +162,8 @@ def column_volume(found: Crossings, grid: Grid) -> float:
     return float(np.sum(length * (same & (winding >= 1)))) * grid.dx * grid.dy
 
 
-def column_iou(a: Floats, b: Floats, grid: Grid) -> float:
-    """|A and B| / |A or B| along the grid's rays, A and B being where each mesh's winding is >= 1."""
+def _merged(a: Floats, b: Floats, grid: Grid) -> tuple[Ints, Floats, Ints, Ints]:
+    """Both meshes' crossings in one ray/z order: (ray, z, winding of A, winding of B) after each."""
     ca, cb = crossings(a, grid), crossings(b, grid)
     ray = np.r_[ca.ray, cb.ray]
     z = np.r_[ca.z, cb.z]
@@ -170,8 +171,31 @@ def column_iou(a: Floats, b: Floats, grid: Grid) -> float:
     ray, z = ray[order], z[order]
     wa = _running_sum(ray, np.r_[ca.sign, np.zeros_like(cb.sign)][order])
     wb = _running_sum(ray, np.r_[np.zeros_like(ca.sign), cb.sign][order])
+    return ray, z, wa, wb
+
+
+def _segments(ray: Ints, z: Floats, z_range: tuple[float, float] | None = None) -> Floats:
+    """Length of the segment from each crossing to the next on its ray (0 at a ray's last), clipped to
+    `z_range` when given."""
     same = np.r_[ray[1:] == ray[:-1], False]
-    length = np.where(same, np.r_[z[1:] - z[:-1], 0.0], 0.0)
+    upper = np.r_[z[1:], 0.0]
+    if z_range is not None:
+        lower, upper = np.maximum(z, z_range[0]), np.minimum(upper, z_range[1])
+        return np.where(same, np.maximum(upper - lower, 0.0), 0.0)
+    return np.where(same, upper - z, 0.0)
+
+
+def column_iou(a: Floats, b: Floats, grid: Grid) -> float:
+    """|A and B| / |A or B| along the grid's rays, A and B being where each mesh's winding is >= 1."""
+    ray, z, wa, wb = _merged(a, b, grid)
+    length = _segments(ray, z)
     union = float(np.sum(length * ((wa >= 1) | (wb >= 1))))
     both = float(np.sum(length * ((wa >= 1) & (wb >= 1))))
     return both / union if union > 0 else 0.0
+
+
+def column_fill(a: Floats, b: Floats, grid: Grid, z_range: tuple[float, float]) -> tuple[float, float]:
+    """Volumes of A and of A or B inside the box the grid spans in x and y and `z_range` spans in z."""
+    ray, z, wa, wb = _merged(a, b, grid)
+    length = _segments(ray, z, z_range) * grid.dx * grid.dy
+    return float(np.sum(length * (wa >= 1))), float(np.sum(length * ((wa >= 1) | (wb >= 1))))

@@ -8,7 +8,8 @@ consistently wound, of non-positive volume, or when rays through it find winding
 {0, 1} (nested or overlapping shells: `cad_columns.py`), since the volume and the IoU of such a mesh
 mean nothing. A `Solid` carries its volume, bounds, number of shells and genus (from the Euler
 characteristic: V - E + F = 2 (shells - genus)), and a manifold3d `Manifold` when manifold3d is
-installed. `iou` is the exact volumetric IoU by manifold3d booleans (`auto`), or the ray-column estimate when
+installed. `void_recall` is the share of the reference's empty space (inside its bounding box) that the
+candidate leaves empty too. `iou` is the exact volumetric IoU by manifold3d booleans (`auto`), or the ray-column estimate when
 either solid has no `Manifold` or when asked for (`columns`).
 
 Guarantees: never reads more than the bytes given; deterministic. trimesh and manifold3d are imported on
@@ -24,13 +25,23 @@ from typing import Any, Literal
 
 import numpy as np
 
-from posttrain.verify.cad_columns import Floats, Grid, TooComplex, column_iou, crossings, winding_violations
+from posttrain.verify.cad_columns import (
+    Floats,
+    Grid,
+    TooComplex,
+    column_fill,
+    column_iou,
+    crossings,
+    winding_violations,
+)
 
 STL_HEADER_BYTES = 84
 STL_RECORD = np.dtype([("normal", "<f4", (3,)), ("vertices", "<f4", (3, 3)), ("attribute", "<u2")])
 MAX_COORDINATE_MM = 1e6
 """Coordinates further from the origin than a kilometre are refused (their volumes overflow nothing, but
 no part is that big)."""
+MIN_VOID_FRACTION = 1e-6
+"""A reference whose empty space is under this share of its bounding box has no voids to match."""
 MAX_BAD_RAY_FRACTION = 0.002
 """Rays with a bad winding number tolerated (float rounding of a valid mesh), as a share of the grid."""
 IouMethod = Literal["auto", "columns"]
@@ -171,3 +182,29 @@ def iou(a: Solid, b: Solid, method: IouMethod = "auto", columns: int = 64) -> tu
         return column_iou(a.triangles, b.triangles, grid), "columns"
     except TooComplex as exc:
         raise MeshError("too_complex", str(exc)) from None
+
+
+def void_recall(candidate: Solid, reference: Solid, method: IouMethod = "auto", columns: int = 64) -> float:
+    """The share of the empty space inside the reference's bounding box (its holes, pockets and cavities,
+    and what lies beside its curved faces) that the candidate leaves empty too; 1.0 for a reference that
+    fills its box. Holes of the right number in the wrong places score low here while barely moving the
+    IoU. MeshError (`too_complex`) when the rays would cost too much."""
+    box_mm3 = float(np.prod(reference.size_mm))
+    if method != "columns" and candidate.manifold is not None and reference.manifold is not None:
+        import manifold3d
+
+        box = manifold3d.Manifold.cube(reference.size_mm.tolist()).translate(reference.lo_mm.tolist())
+        reference_mm3 = float(reference.manifold.volume())
+        filled_mm3 = float(((candidate.manifold + reference.manifold) ^ box).volume())
+    else:
+        grid = Grid.over(reference.lo_mm, reference.hi_mm, columns)
+        box_mm3 = grid.dx * grid.dy * grid.n * grid.n * float(reference.size_mm[2])
+        try:
+            reference_mm3, filled_mm3 = column_fill(reference.triangles, candidate.triangles, grid,
+                                                    (float(reference.lo_mm[2]), float(reference.hi_mm[2])))  # fmt: skip
+        except TooComplex as exc:
+            raise MeshError("too_complex", str(exc)) from None
+    void_mm3 = box_mm3 - reference_mm3
+    if not void_mm3 > MIN_VOID_FRACTION * box_mm3:
+        return 1.0
+    return float(min(1.0, max(0.0, (box_mm3 - filled_mm3) / void_mm3)))

@@ -6,10 +6,12 @@ either scores 0 with the reason as `details["status"]`. Past the gates, each sub
 - `bbox`: `bbox_tol` on the largest deviation of any bounding-box corner coordinate, divided by the
   reference's bounding-box diagonal (position counts: the prompt fixes where the part sits);
 - `features`: 1 when the number of shells and the genus (through holes) both equal the reference's, else 0;
+- `voids`: `voids_tol` on 1 - the share of the reference's empty space inside its bounding box that the
+  candidate leaves empty (`cad_mesh.void_recall`): the right number of holes in the wrong places;
 - `iou`: `iou_tol` on 1 - IoU with the reference solid.
 The reward is their weighted mean (`CadWeights`), passed when it reaches `pass_threshold`. With the
-default weights a solid whose IoU is under 0.8 scores at most 0.5, so it cannot pass whatever its volume,
-box and topology.
+default weights a solid whose IoU is under 0.8 scores at most 0.55, and one whose holes are all in the
+wrong places at most 0.85, so neither can pass.
 
 Guarantees: pure; the reference scored against itself gets exactly 1.0; `details` holds every
 sub-score and the measurements behind it. Not here: rendering or reading meshes.
@@ -27,7 +29,7 @@ from posttrain.verify.cad_mesh import Solid
 from posttrain.verify.configs import CadGeometryConfig
 
 GATES = ("compiles", "manifold")
-SUB_SCORES = ("volume", "bbox", "features", "iou")
+SUB_SCORES = ("volume", "bbox", "features", "voids", "iou")
 
 
 def failure(status: str, message: str, compiles: bool, **details: Any) -> Score:
@@ -36,7 +38,7 @@ def failure(status: str, message: str, compiles: bool, **details: Any) -> Score:
     return Score.wrong(0.0, f"{status}: {message}"[:500], status=status, **subs, **details)
 
 
-def geometry_score(candidate: Solid, reference: Solid, iou_value: float, iou_method: str,
+def geometry_score(candidate: Solid, reference: Solid, iou_value: float, iou_method: str, void_share: float,
                    config: CadGeometryConfig) -> Score:  # fmt: skip
     """The weighted sub-scores of `candidate` against `reference`."""
     volume_error = abs(candidate.volume_mm3 - reference.volume_mm3) / reference.volume_mm3
@@ -48,6 +50,7 @@ def geometry_score(candidate: Solid, reference: Solid, iou_value: float, iou_met
         "volume": config.volume_tol.score(volume_error),
         "bbox": config.bbox_tol.score(corner_error_mm / diagonal if diagonal > 0 else math.inf),
         "features": 1.0 if same_topology else 0.0,
+        "voids": config.voids_tol.score(1.0 - void_share),
         "iou": config.iou_tol.score(1.0 - iou_value),
     }
     weights = config.weights.model_dump()
@@ -58,6 +61,7 @@ def geometry_score(candidate: Solid, reference: Solid, iou_value: float, iou_met
         "status": "ok", "compiles": 1.0, "manifold": 1.0, **subs,
         "volume_mm3": round(candidate.volume_mm3, 6), "reference_volume_mm3": round(reference.volume_mm3, 6),
         "bbox_error_mm": round(corner_error_mm, 6), "iou_value": round(iou_value, 6), "iou_method": iou_method,
+        "void_share": round(void_share, 6),
         "bounds_mm": [np.round(candidate.lo_mm, 6).tolist(), np.round(candidate.hi_mm, 6).tolist()],
         "shells": candidate.shells, "genus": candidate.genus,
         "reference_shells": reference.shells, "reference_genus": reference.genus,

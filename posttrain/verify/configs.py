@@ -142,18 +142,20 @@ class Band(StrictModel):
 class CadWeights(StrictModel):
     """Weights of the geometry sub-scores in a `cad_geometry` reward (normalised by their sum)."""
 
-    volume: float = Field(0.15, ge=0.0)
+    volume: float = Field(0.1, ge=0.0)
     """Relative volume error."""
     bbox: float = Field(0.15, ge=0.0)
     """Bounding-box corners, as a share of the reference's diagonal."""
-    features: float = Field(0.2, ge=0.0)
+    features: float = Field(0.15, ge=0.0)
     """Same number of shells and the same genus (through holes) as the reference."""
-    iou: float = Field(0.5, ge=0.0)
+    voids: float = Field(0.15, ge=0.0)
+    """The reference's empty space (holes, pockets) left empty: holes in the right places."""
+    iou: float = Field(0.45, ge=0.0)
     """Volumetric IoU with the reference solid."""
 
     @model_validator(mode="after")
     def _some_weight(self) -> CadWeights:
-        if self.volume + self.bbox + self.features + self.iou <= 0:
+        if self.volume + self.bbox + self.features + self.voids + self.iou <= 0:
             raise ValueError("at least one weight must be positive")
         return self
 
@@ -176,11 +178,13 @@ class CadGeometryConfig(_VerifierConfig):
     """On |V - V_ref| / V_ref."""
     bbox_tol: Band = Band(ok=0.01, zero=0.05)
     """On the largest bounding-box corner deviation divided by the reference's bounding-box diagonal."""
+    voids_tol: Band = Band(ok=0.05, zero=0.5)
+    """On 1 - the share of the reference's empty space (inside its bounding box) the candidate leaves empty."""
     iou_tol: Band = Band(ok=0.02, zero=0.2)
     """On 1 - IoU."""
     iou_method: Literal["auto", "columns"] = "auto"
     """`auto`: exact booleans by manifold3d when installed, else the ray-column estimate; `columns`: always
-    the estimate."""
+    the estimate (IoU and voids)."""
     columns: int = Field(64, ge=8, le=512)
     """Rays per axis of the winding check (and of the column IoU)."""
 

@@ -13,11 +13,12 @@ import pytest
 from posttrain.types import ErrorKind
 from posttrain.verify import cad_columns
 from posttrain.verify.cad_columns import Grid, _inside, column_volume, crossings, winding_violations
-from posttrain.verify.cad_mesh import MeshError, Solid, _manifold, iou, load_solid, read_stl
+from posttrain.verify.cad_mesh import MeshError, Solid, _manifold, iou, load_solid, read_stl, void_recall
 from posttrain.verify.cad_score import failure, geometry_score
 from posttrain.verify.configs import Band, CadGeometryConfig, CadWeights
 
 trimesh: Any = pytest.importorskip("trimesh")
+pytest.importorskip("manifold3d")
 
 
 def stl(mesh: Any, count_in_header: bool = True) -> bytes:
@@ -160,28 +161,52 @@ def test_a_band_is_one_up_to_ok_and_zero_from_zero() -> None:
     with pytest.raises(ValueError):
         Band(ok=0.3, zero=0.3)
     with pytest.raises(ValueError):
-        CadWeights(volume=0, bbox=0, features=0, iou=0)
+        CadWeights(volume=0, bbox=0, features=0, voids=0, iou=0)
 
 
 def test_the_reference_against_itself_scores_exactly_one() -> None:
     ref = solid(box(20, 10, 5))
-    score = geometry_score(ref, ref, 1.0, "manifold", CadGeometryConfig())
-    assert score.reward == 1.0 and score.passed
-    assert {k: score.details[k] for k in ("compiles", "manifold", "volume", "bbox", "features", "iou")} == dict.fromkeys(
-        ("compiles", "manifold", "volume", "bbox", "features", "iou"), 1.0)  # fmt: skip
+    score = geometry_score(ref, ref, 1.0, "manifold", 1.0, CadGeometryConfig())
+    names = ("compiles", "manifold", "volume", "bbox", "features", "voids", "iou")
+    assert score.reward == 1.0 and score.passed and {k: score.details[k] for k in names} == dict.fromkeys(names, 1.0)
 
 
 def test_sub_scores_combine_by_the_configured_weights() -> None:
     # A 10 % longer box: volume error 0.1 (band 0.02..0.1 -> 0), corner error 2 / |(20, 10, 5)| = 0.087
-    # (band 0.01..0.05 -> 0), same topology (1), IoU 1 / 1.1 -> 1 - IoU = 0.0909 (band 0.02..0.2 ->
-    # 1 - 0.0709 / 0.18 = 0.606). Default weights: (0.2 * 1 + 0.5 * 0.606) / 1.0 = 0.503.
+    # (band 0.01..0.05 -> 0), same topology (1), the reference fills its box so no void to miss (1),
+    # IoU 1 / 1.1 -> 1 - IoU = 0.0909 (band 0.02..0.2 -> 1 - 0.0709 / 0.18 = 0.606).
+    # Default weights (0.1, 0.15, 0.15, 0.15, 0.45): 0.15 + 0.15 + 0.45 * 0.606 = 0.573.
     ref, longer = solid(box(20, 10, 5)), solid(box(22, 10, 5))
     value, method = iou(longer, ref)
-    score = geometry_score(longer, ref, value, method, CadGeometryConfig())
-    assert score.reward == pytest.approx(0.2 + 0.5 * (1 - (1 - 1 / 1.1 - 0.02) / 0.18), abs=1e-6)
+    voids = void_recall(longer, ref)
+    score = geometry_score(longer, ref, value, method, voids, CadGeometryConfig())
+    assert voids == 1.0
+    assert score.reward == pytest.approx(0.15 + 0.15 + 0.45 * (1 - (1 - 1 / 1.1 - 0.02) / 0.18), abs=1e-6)
     assert not score.passed and score.error is ErrorKind.MODEL
-    only_topology = CadGeometryConfig(weights=CadWeights(volume=0, bbox=0, features=1, iou=0), pass_threshold=1.0)
-    assert geometry_score(longer, ref, value, method, only_topology).passed
+    only_topology = CadGeometryConfig(weights=CadWeights(volume=0, bbox=0, features=1, voids=0, iou=0),
+                                      pass_threshold=1.0)  # fmt: skip
+    assert geometry_score(longer, ref, value, method, voids, only_topology).passed
+
+
+def plate(hole_at: tuple[float, float] | None) -> Any:
+    """A 40 x 30 x 4 plate, with one 4 mm hole centred at `hole_at`."""
+    body = box(40, 30, 4)
+    if hole_at is None:
+        return body
+    drill = trimesh.creation.cylinder(radius=2, height=10, sections=32).apply_translation([*hole_at, 2])
+    return trimesh.boolean.difference([body, drill], engine="manifold")
+
+
+def test_voids_find_holes_in_the_wrong_places() -> None:
+    # A 4 mm hole moved 20 mm changes the IoU by about 2 %, and no hole is missing; the voids see it.
+    ref, moved, none = solid(plate((10, 15))), solid(plate((30, 15))), solid(plate(None))
+    assert iou(moved, ref)[0] > 0.97 and moved.genus == ref.genus == 1
+    for method in ("auto", "columns"):
+        assert void_recall(ref, ref, method) == pytest.approx(1.0, abs=0.01)  # type: ignore[arg-type]
+        assert void_recall(moved, ref, method) == pytest.approx(0.0, abs=0.02)  # type: ignore[arg-type]
+        assert void_recall(none, ref, method) == pytest.approx(0.0, abs=0.02)  # type: ignore[arg-type]
+        half = solid(plate((11, 15)))  # moved by half the hole's radius: about half of it still empty
+        assert 0.3 < void_recall(half, ref, method) < 0.8  # type: ignore[arg-type]
 
 
 def test_a_failure_scores_zero_with_every_sub_score() -> None:

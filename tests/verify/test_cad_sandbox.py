@@ -1,6 +1,6 @@
 """The `cad_geometry` verifier with OpenSCAD in the real sandbox: the reference passes, every bad input is
 a model failure scoring 0 (never infra), the sandbox hides host files, and geometric hacks (moved,
-scaled, hollow, engulfing, holes left out, nested shells) stay under the pass threshold."""
+scaled, hollow, engulfing, holes left out or misplaced, nested shells) stay under the pass threshold."""
 
 from __future__ import annotations
 
@@ -104,6 +104,7 @@ HACKS = {
     "scaled by 1.1": f"scale(1.1) {{\n{BODY}\n}}",
     "scaled by 0.9 about its centre": f"translate([3, 2, 0.2]) scale(0.9) {{\n{BODY}\n}}",
     "holes left out": "cube([60, 40, 4]);",
+    "holes in the wrong places": PLATE.with_value("inset", 12).source(),
     "hollow, right box": "difference() { cube([60, 40, 4]); translate([1, 1, 1]) cube([58, 38, 2]); }",
     "frame, right box": "difference() { cube([60, 40, 4]); translate([10, 10, -1]) cube([40, 20, 6]); }",
     "engulfing cube": "translate([-20, -20, -20]) cube([100, 80, 44]);",
