@@ -55,7 +55,7 @@ _RUN_FAILURES = {"timeout_wall": "timeout", "timeout_cpu": "timeout", "memory_li
 _STDERR_STATUS = (("top level object is empty", "empty_mesh", "the top-level object is empty"),
                   ("not a 3d object", "not_3d", "the top-level object is not 3D"),
                   ("nothing to export", "empty_mesh", "openscad had nothing to export"))  # fmt: skip
-_ERROR_LINE = re.compile(r"^(?:ERROR|WARNING): .*$", re.MULTILINE)
+_ERROR_LINE = re.compile(r"^ERROR: .*$", re.MULTILINE)
 
 
 def parse_gold(task: Task) -> str:
@@ -69,6 +69,12 @@ def parse_gold(task: Task) -> str:
     if not isinstance(gold, dict) or not isinstance(gold.get("reference"), str) or not gold["reference"].strip():
         raise GoldError("cad gold must be a dict with a non-empty 'reference' OpenSCAD program")
     return str(gold["reference"])
+
+
+def as_bytes(program: str) -> bytes:
+    """The program file's bytes: UTF-8, with what cannot be encoded (lone surrogates) replaced, so any
+    text the model writes reaches OpenSCAD (and fails there, if it must) instead of failing the sandbox."""
+    return program.encode("utf-8", "replace")
 
 
 def render_failure(result: ExecResult) -> Score | None:
@@ -161,7 +167,7 @@ class CadGeometryVerifier:
             except Exception as exc:  # noqa: BLE001 - nothing can be rendered here: not the model's fault
                 return Score.infra(f"the cad sandbox pool cannot start: {type(exc).__name__}: {exc}"[:500])
             reference = await self._reference(pool, reference_source)
-            result = await pool.run(OPENSCAD, files={PROGRAM_FILE: program})
+            result = await pool.run(OPENSCAD, files={PROGRAM_FILE: as_bytes(program)})
             if result.status == "sandbox_error":
                 return Score.infra(f"sandbox error: {result.error}"[:500])
             failed = render_failure(result)
@@ -200,7 +206,7 @@ class CadGeometryVerifier:
     async def _render_reference(self, pool: SandboxPool, source: str) -> Solid:
         if file_access(source) is not None:
             raise GoldError("the reference program reads a file")
-        result = await pool.run(OPENSCAD, files={PROGRAM_FILE: source})
+        result = await pool.run(OPENSCAD, files={PROGRAM_FILE: as_bytes(source)})
         failed = render_failure(result) if result.status != "sandbox_error" else None
         if result.status == "sandbox_error" or failed is not None:
             why = result.error if failed is None else failed.message

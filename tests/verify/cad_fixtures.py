@@ -37,7 +37,7 @@ class FakePool:
         self.answer = answer
         self.programs: list[str] = []
 
-    async def run(self, argv: Any, files: dict[str, str] | None = None, **_: Any) -> ExecResult:
-        program = (files or {})[PROGRAM_FILE]
+    async def run(self, argv: Any, files: dict[str, bytes] | None = None, **_: Any) -> ExecResult:
+        program = (files or {})[PROGRAM_FILE].decode()
         self.programs.append(program)
         return self.answer(program)

@@ -91,6 +91,14 @@ def test_every_run_failure_is_the_models(result: ExecResult, status: str) -> Non
     assert (score.reward, score.error, score.details["status"]) == (0.0, ErrorKind.MODEL, status)
 
 
+def test_text_that_is_not_utf8_reaches_openscad_as_bytes() -> None:
+    verifier, pool = fake_verifier(lambda program: ok(BOXES["cube([2, 3, 4]);"]) if "4]" in program else
+                                   ExecResult(status="runtime_error", exit_code=1, stderr=b"ERROR: Parser error"))
+    score = verifier.score(BOX_TASK, "cube(\ud800);")
+    assert score.error is ErrorKind.MODEL and score.details["status"] == "compile_error"
+    assert pool.programs[-1] == "cube(?);"
+
+
 def test_rejected_programs_never_reach_the_sandbox() -> None:
     verifier, pool = fake_verifier(lambda program: ok(BOXES["cube([2, 3, 4]);"]))
     for response in ('import("/etc/passwd");', "include <x.scad>", "", "   \n"):

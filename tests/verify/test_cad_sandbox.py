@@ -57,6 +57,8 @@ BAD_INPUTS = {
     "nested shells": (NESTED_SHELLS, "self_overlapping"),
     "flat 2D": ("square(10);", "not_3d"),
     "syntax error": ("cube([60, 40, 4]", "compile_error"),
+    "not UTF-8": ("cube([60, 40, \ud800]);", "compile_error"),
+    "NUL byte": ("cube([60, \x00 40, 4]);", "compile_error"),
     "host STL": ('import("/usr/share/openscad/examples/Basics/LetterBlock.scad");', "file_access"),
     "host secret": ('import("/etc/passwd");', "file_access"),
     "library": ("include <MCAD/boxes.scad>\nroundedBox([60, 40, 4], 2);", "file_access"),
