@@ -21,8 +21,9 @@ BENCHMARKS: dict[str, str] = {
     "code": "posttrain.bench.code",
     "update": "posttrain.bench.update",
     "gamedev": "posttrain.bench.gamedev",
+    "cad": "posttrain.bench.cad",
 }
-ALL = ("sandbox", "curriculum", "rollout", "pipeline", "agents", "terminal", "code", "update", "gamedev")
+ALL = ("sandbox", "curriculum", "rollout", "pipeline", "agents", "terminal", "code", "update", "gamedev", "cad")
 """What `bench all` runs: `learning` trains four runs (about 12 minutes) and is run on its own."""
 
 

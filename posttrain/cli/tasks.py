@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from posttrain.tasks.registry import DomainRegistry, load_domains
@@ -114,7 +115,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         console.print(f"  {key}: {value}")
     console.print(f"  verifier config: {doc['verifier_config']}")
     for t in doc["tasks"]:
-        console.print(f"\n[bold]{t['id']}[/bold]\n{t['prompt']}\n[green]gold:[/green] {t['answer']}")
+        # Prompts and answers are data: `[...]` in them (lists, OpenSCAD vectors) is not rich markup.
+        console.print(f"\n[bold]{escape(t['id'])}[/bold]\n{escape(str(t['prompt']))}\n[green]gold:[/green] "
+                      f"{escape(str(t['answer']))}")
     return 0
 
 

@@ -26,6 +26,7 @@ from posttrain.tasks.base import DomainFamily, EnvironmentFamily
 from posttrain.tasks.families.arithmetic import ArithmeticConfig, ArithmeticFamily
 from posttrain.tasks.families.bfcl import BfclConfig, BfclFamily
 from posttrain.tasks.families.bfcl_multi import BfclMultiConfig, BfclMultiFamily
+from posttrain.tasks.families.cad import CadConfig, CadFamily
 from posttrain.tasks.families.code import CodeConfig, CodeFamily
 from posttrain.tasks.families.gamedev import GameDevConfig, GameDevFamily
 from posttrain.tasks.families.jsonl import JsonlConfig, JsonlFamily
@@ -55,6 +56,7 @@ FamilyConfig = Annotated[
     | BfclMultiConfig
     | CodeConfig
     | GameDevConfig
+    | CadConfig
     | TerminalConfig
     | KnowledgeConfig
     | PluginFamilyConfig,
@@ -69,6 +71,7 @@ FAMILIES: Builders[DomainFamily] = Builders("domain family", {
     BfclMultiConfig: BfclMultiFamily,
     CodeConfig: CodeFamily,
     GameDevConfig: GameDevFamily,
+    CadConfig: CadFamily,
     TerminalConfig: TerminalFamily,
     KnowledgeConfig: KnowledgeFamily,
     PluginFamilyConfig: plugin_builder(DomainFamily, "DomainFamily"),

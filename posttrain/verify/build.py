@@ -12,10 +12,12 @@ from posttrain.plugins import Builders, plugin_builder
 from posttrain.types import Score, Task
 from posttrain.verify.base import Verifier
 from posttrain.verify.bfcl_ast import BfclAstVerifier
+from posttrain.verify.cad import CadGeometryVerifier
 from posttrain.verify.citations import CitationsVerifier
 from posttrain.verify.code import CodeTestsVerifier
 from posttrain.verify.configs import (
     BfclAstConfig,
+    CadGeometryConfig,
     CitationsConfig,
     CodeTestsConfig,
     EnvironmentConfig,
@@ -39,7 +41,7 @@ BUILDERS: Builders[Verifier] = Builders("verifier", {
     ExactConfig: ExactVerifier, NormalizedConfig: NormalizedVerifier, NumericConfig: NumericVerifier,
     MathConfig: MathVerifier, ReasoningGymConfig: ReasoningGymVerifier, BfclAstConfig: BfclAstVerifier,
     CodeTestsConfig: CodeTestsVerifier, GamePlayConfig: GamePlayVerifier, GameLevelConfig: GameLevelVerifier,
-    CitationsConfig: CitationsVerifier,
+    CitationsConfig: CitationsVerifier, CadGeometryConfig: CadGeometryVerifier,
     EnvironmentConfig: lambda _config: UnboundEpisodeVerifier(),
     PluginVerifierConfig: plugin_builder(Verifier, "Verifier"),
 })

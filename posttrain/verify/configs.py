@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from posttrain.config import StrictModel
 from posttrain.plugins import PluginConfig
@@ -130,6 +130,75 @@ class GamePlayConfig(_VerifierConfig):
     seed: int | None = None
     """Seed of the random play-throughs; None (the default) draws a fresh secret one per grading, so a
     program cannot be fitted to them. Set it only to replay a grading."""
+class Band(StrictModel):
+    """A tolerance band on an error: sub-score 1 up to `ok`, falling linearly to 0 at `zero`."""
+
+    ok: float = Field(ge=0.0)
+    """Largest error that still scores 1."""
+    zero: float = Field(gt=0.0)
+    """Error at and beyond which the sub-score is 0 (must exceed `ok`)."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Band:
+        if not self.zero > self.ok:
+            raise ValueError(f"zero ({self.zero}) must exceed ok ({self.ok})")
+        return self
+
+    def score(self, error: float) -> float:
+        """1 up to `ok`, linear down to 0 at `zero` (NaN scores 0)."""
+        if error <= self.ok:
+            return 1.0
+        return max(0.0, 1.0 - (error - self.ok) / (self.zero - self.ok)) if error < self.zero else 0.0
+
+
+class CadWeights(StrictModel):
+    """Weights of the geometry sub-scores in a `cad_geometry` reward (normalised by their sum)."""
+
+    volume: float = Field(0.1, ge=0.0)
+    """Relative volume error."""
+    bbox: float = Field(0.15, ge=0.0)
+    """Bounding-box corners, as a share of the reference's diagonal."""
+    features: float = Field(0.15, ge=0.0)
+    """Same number of shells and the same genus (through holes) as the reference."""
+    voids: float = Field(0.15, ge=0.0)
+    """The reference's empty space (holes, pockets) left empty: holes in the right places."""
+    iou: float = Field(0.45, ge=0.0)
+    """Volumetric IoU with the reference solid."""
+
+    @model_validator(mode="after")
+    def _some_weight(self) -> CadWeights:
+        if self.volume + self.bbox + self.features + self.voids + self.iou <= 0:
+            raise ValueError("at least one weight must be positive")
+        return self
+
+
+class CadGeometryConfig(_VerifierConfig):
+    kind: Literal["cad_geometry"] = "cad_geometry"
+    """An OpenSCAD program from the response rendered in the sandbox and its solid compared with the task's
+    reference solid (`posttrain.verify.cad`; docs/cad.md)."""
+    timeout_s: float = Field(30.0, gt=0, le=600)
+    """Wall-clock budget of one OpenSCAD run."""
+    memory_mb: int = Field(1024, ge=64, le=16384)
+    """Memory of one OpenSCAD run."""
+    max_stl_mb: int = Field(16, ge=1, le=1024)
+    """Largest binary STL read back; a bigger mesh is a model failure (`mesh_too_large`)."""
+    weights: CadWeights = CadWeights()
+    """Weights of the sub-scores."""
+    pass_threshold: float = Field(0.9, gt=0.0, le=1.0)
+    """Reward at and above which the response counts as passed."""
+    volume_tol: Band = Band(ok=0.02, zero=0.1)
+    """On |V - V_ref| / V_ref."""
+    bbox_tol: Band = Band(ok=0.01, zero=0.05)
+    """On the largest bounding-box corner deviation divided by the reference's bounding-box diagonal."""
+    voids_tol: Band = Band(ok=0.05, zero=0.5)
+    """On 1 - the share of the reference's empty space (inside its bounding box) the candidate leaves empty."""
+    iou_tol: Band = Band(ok=0.02, zero=0.2)
+    """On 1 - IoU."""
+    iou_method: Literal["auto", "columns"] = "auto"
+    """`auto`: exact booleans by manifold3d when installed, else the ray-column estimate; `columns`: always
+    the estimate (IoU and voids)."""
+    columns: int = Field(64, ge=8, le=512)
+    """Rays per axis of the winding check (and of the column IoU)."""
 
     @property
     def runs_in_sandbox(self) -> bool:
@@ -175,6 +244,7 @@ class PluginVerifierConfig(PluginConfig, _VerifierConfig):
 
 VerifierConfig = Annotated[
     ExactConfig | NormalizedConfig | NumericConfig | MathConfig | ReasoningGymConfig | BfclAstConfig
-    | CodeTestsConfig | GamePlayConfig | GameLevelConfig | CitationsConfig | EnvironmentConfig | PluginVerifierConfig,
+    | CodeTestsConfig | GamePlayConfig | GameLevelConfig | CitationsConfig | CadGeometryConfig | EnvironmentConfig
+    | PluginVerifierConfig,
     Field(discriminator="kind"),
 ]

@@ -16,6 +16,7 @@ import pytest
 from posttrain.tasks.families.arithmetic import ArithmeticConfig
 from posttrain.tasks.families.bfcl import BfclConfig
 from posttrain.tasks.families.bfcl_multi import BfclMultiConfig
+from posttrain.tasks.families.cad import CadConfig
 from posttrain.tasks.families.code import CodeConfig
 from posttrain.tasks.families.gamedev import GameDevConfig
 from posttrain.tasks.families.jsonl import JsonlConfig
@@ -43,6 +44,8 @@ FAMILIES: dict[str, object] = {
     "bfcl_multi": BfclMultiConfig(isolation="process"),
     "code": CodeConfig(),
     "gamedev": GameDevConfig(),
+    # Easy levels only: rendering the harder references takes CGAL seconds (all levels: test_cad_families.py).
+    "cad": CadConfig(levels=["easy"]),
     "terminal": TerminalConfig(sources=[TerminalSource(path=Path(__file__).parent / "data" / "terminal")]),
     "knowledge": KnowledgeConfig(),
     "plugin": PluginFamilyConfig(plugin="tests.fakes.families:make_echo", params={"alphabet": "xyz"}),
@@ -78,7 +81,7 @@ def test_generation_is_deterministic_under_seed(kind: str) -> None:
 
 @pytest.mark.parametrize(
     "kind",
-    ["arithmetic", "strings", "lists", "jsonl", "code", "plugin", pytest.param("reasoning_gym", marks=pytest.mark.slow),
+    ["arithmetic", "strings", "lists", "jsonl", "code", "cad", "plugin", pytest.param("reasoning_gym", marks=pytest.mark.slow),
      pytest.param("gamedev", marks=pytest.mark.slow), pytest.param("knowledge", marks=pytest.mark.slow)],
 )
 def test_no_train_eval_overlap_over_10k_samples(kind: str) -> None:

@@ -136,7 +136,7 @@ _CITE_RULE = ("then one line `Citations:` with the ids of the sections whose tex
               "written as in their headings and separated by commas (e.g. {example}); cite nothing else.")  # fmt: skip
 _SCALAR_FORMAT = (
     "Answer using only the document{s} above. End your reply with one line `Answer: <answer>`, {cite}\n"
-    "{how}\nIf the document{s} do not state the answer, reply `Answer: not stated` and `Citations: none`."
+    "{how}\nIf the document{s} {verb} not state the answer, reply `Answer: not stated` and `Citations: none`."
 )
 _HOW: dict[str, str] = {
     "numeric": "The answer is one number (a unit is fine; write no other number on that line).",
@@ -158,7 +158,7 @@ def format_instruction(answer_type: AnswerType, num_documents: int, example: str
                 "Numbers are plain numbers without units.")  # fmt: skip
     how = _HOW.get(answer_type, _HOW["normalized"]).format(s=plural, verb="" if plural else "s")
     cite = _CITE_RULE.format(example=example)
-    return _SCALAR_FORMAT.format(s=plural, cite=cite, how=how)
+    return _SCALAR_FORMAT.format(s=plural, cite=cite, how=how, verb="do" if plural else "does")
 
 
 def prompt(document_text: str, question: Question, num_documents: int, example: str) -> str:
