@@ -16,14 +16,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from posttrain.tasks.registry import DomainRegistry, load_domains
+from posttrain.tasks.registry import DomainRegistry, load_domains, opt_in_entries
 
 
 def register(sub: Any) -> None:
     domains = sub.add_parser("domains", help="list, show and validate domains")
     dsub = domains.add_subparsers(dest="domains_command", metavar="ACTION", required=True)
 
-    p = dsub.add_parser("list", help="list domains")
+    p = dsub.add_parser("list", help="list domains (without --domains: the default set, then every opt-in family)")
     _common(p)
     p.add_argument("--class", dest="cls", help="only this taxonomy class")
     p.set_defaults(func=cmd_list)
@@ -69,7 +69,13 @@ def _pool(args: argparse.Namespace) -> Any:
 
 def cmd_list(args: argparse.Namespace) -> int:
     registry, _ = _registry(args)
-    specs = [s for s in registry.specs() if args.cls is None or s.cls == args.cls]
+    specs = registry.specs()
+    default = {s.id for s in specs}
+    if args.domains is None:  # the catalogue: the default domains, then every opt-in family's
+        opt_in = DomainRegistry(opt_in_entries())
+        for problem in opt_in.problems:
+            print(f"warning: {problem}", file=sys.stderr)
+        specs = specs + opt_in.specs()
     rows: list[dict[str, Any]] = [
         {
             "id": s.id,
@@ -79,18 +85,21 @@ def cmd_list(args: argparse.Namespace) -> int:
             "difficulty": s.difficulty,
             "verifier": s.verifier,
             "source": s.source,
+            "default": s.id in default,
         }
         for s in specs
+        if args.cls is None or s.cls == args.cls
     ]
     if args.json:
         classes = sorted({r["class"] for r in rows})
         print(json.dumps({"count": len(rows), "classes": classes, "domains": rows}))
         return 0
     table = Table(title=f"{len(rows)} domains")
-    for column in ("id", "class", "family", "difficulty", "verifier", "source"):
+    for column in ("id", "class", "family", "difficulty", "verifier", "source", "default"):
         table.add_column(column)
     for r in rows:
-        table.add_row(r["id"], r["class"], r["family"], f"{r['difficulty']:.2f}", r["verifier"], r["source"])
+        table.add_row(r["id"], r["class"], r["family"], f"{r['difficulty']:.2f}", r["verifier"], r["source"],
+                      "yes" if r["default"] else "opt-in")  # fmt: skip
     Console().print(table)
     return 0
 

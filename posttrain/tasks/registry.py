@@ -104,6 +104,16 @@ def _all_builtin() -> list[DomainEntry]:
     ]
 
 
+def opt_in_entries() -> list[DomainEntry]:
+    """Every opt-in family at its default parameters (not in the default domains: each needs a sandbox,
+    data packages or host tools): what `posttrain domains list` shows beside the default set."""
+    return [
+        DomainEntry(family=ToolUseConfig()), DomainEntry(family=BfclConfig()), DomainEntry(family=BfclMultiConfig()),
+        DomainEntry(family=CodeConfig()), DomainEntry(family=TerminalConfig()), DomainEntry(family=KnowledgeConfig()),
+        DomainEntry(family=CadConfig()), DomainEntry(family=GameDevConfig()),
+    ]  # fmt: skip
+
+
 class DomainsConfig(StrictModel):
     """A domains file: which domains exist for a run and how tasks are split."""
 

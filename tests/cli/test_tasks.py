@@ -96,3 +96,12 @@ def test_bad_domains_yaml_names_the_line(tmp_path: Path, capsys: pytest.CaptureF
     path.write_text("domains:\n  - family: {kind: arithmetic\n")
     assert main(["domains", "list", "--domains", str(path)]) == 2
     assert "YAML syntax error" in capsys.readouterr().err
+
+
+def test_list_without_a_domains_file_shows_the_opt_in_classes_too(capsys: pytest.CaptureFixture[str]) -> None:
+    for cls, minimum in (("knowledge", 30), ("3d", 15), ("gamedev", 9), ("code", 9), ("terminal", 9)):
+        code, doc = run_json(["domains", "list", "--class", cls, "--json"], capsys)
+        assert code == 0 and doc["classes"] == [cls] and doc["count"] >= minimum
+        assert not any(row["default"] for row in doc["domains"])
+    code, doc = run_json(["domains", "list", "--class", "math", "--json"], capsys)
+    assert code == 0 and doc["count"] > 0 and all(row["default"] for row in doc["domains"])
