@@ -134,14 +134,17 @@ def test_a_lying_eq_never_reaches_the_comparison(verifier: GamePlayVerifier) -> 
 
 
 @requires_bwrap
-def test_hard_coded_playthroughs_pass_the_scripted_ones_and_fail_the_random_ones(verifier: GamePlayVerifier) -> None:
+def test_hard_coded_playthroughs_pass_the_scripted_ones_and_fail_the_random_ones() -> None:
+    """Fixed seeds, so the test is deterministic: a random play-through can, rarely, stay on states the
+    memorised table returns unchanged (a play-through into walls), which a secret seed would make flaky."""
     t = task(BOXES)
     assert isinstance(t.gold, dict)
-    score = verifier.score(t, memorised(fixed_steps(t.gold)))
-    statuses = {p["name"]: p["status"] for p in score.details["playthroughs"]}
-    assert all(s == "pass" for n, s in statuses.items() if n.startswith("fixed"))
-    assert all(s == "fail" for n, s in statuses.items() if n.startswith("random"))
-    assert "random-1" in score.message
+    for seed in (1, 2, 3):
+        score = GamePlayVerifier(GamePlayConfig(timeout_s=2.0, seed=seed)).score(t, memorised(fixed_steps(t.gold)))
+        statuses = {p["name"]: p["status"] for p in score.details["playthroughs"]}
+        assert all(s == "pass" for n, s in statuses.items() if n.startswith("fixed"))
+        assert all(s == "fail" for n, s in statuses.items() if n.startswith("random"))
+        assert "random-1" in score.message and score.reward == 0.0
 
 
 @requires_bwrap
