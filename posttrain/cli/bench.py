@@ -19,6 +19,7 @@ BENCHMARKS: dict[str, str] = {
     "agents": "posttrain.bench.agents",
     "terminal": "posttrain.bench.terminal",
     "code": "posttrain.bench.code",
+    "knowledge": "posttrain.bench.knowledge",
 }
 ALL = ("sandbox", "curriculum", "rollout", "pipeline", "agents", "terminal", "code")
 """What `bench all` runs: `learning` trains four runs (about 12 minutes) and is run on its own."""
