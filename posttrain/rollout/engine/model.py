@@ -123,7 +123,8 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor
 
 
 # The CPU flash kernel behind SDPA, which also returns each query's log-sum-exp (SDPA does not).
-_CPU_FLASH = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+CPU_FLASH_ATTENTION = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+_CPU_FLASH = CPU_FLASH_ATTENTION
 
 
 def can_attend_after_history(device: torch.device) -> bool:
