@@ -125,7 +125,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="override a KnowledgeSizes field, e.g. --set questions=8 (repeatable)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--out", default="bench/results", help="directory for knowledge.json")
-    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch CPU threads (1: on a shared 2-core VM two threads wait on each other)")
     return parser.parse_args(argv)
 
 
