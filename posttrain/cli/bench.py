@@ -22,9 +22,12 @@ BENCHMARKS: dict[str, str] = {
     "update": "posttrain.bench.update",
     "gamedev": "posttrain.bench.gamedev",
     "cad": "posttrain.bench.cad",
+    "knowledge": "posttrain.bench.knowledge",
 }
-ALL = ("sandbox", "curriculum", "rollout", "pipeline", "agents", "terminal", "code", "update", "gamedev", "cad")
-"""What `bench all` runs: `learning` trains four runs (about 12 minutes) and is run on its own."""
+ALL = ("sandbox", "curriculum", "rollout", "pipeline", "agents", "terminal", "code", "update", "gamedev", "cad",
+       "knowledge")
+"""What `bench all` runs: `learning` trains four runs (about 12 minutes) and is run on its own;
+`knowledge` runs its default preset (a 4K-token document, about a minute; `--full` is the 16K one)."""
 
 
 def register(sub: Any) -> None:

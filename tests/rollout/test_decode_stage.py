@@ -215,3 +215,15 @@ def test_requests_arriving_while_others_decode_match_a_no_cache_forward(qwen2: A
             logits = full_logits(qwen2, ids)[len(request.prompt_ids) - 1 : -1]
             expected = torch.log_softmax(logits, -1).gather(-1, torch.tensor(seq.generated_ids)[:, None])[:, 0]
             assert (torch.tensor(seq.logprobs) - expected).abs().max().item() < 1e-4
+
+
+def test_prefix_attention_kernel_equals_softmax_attention() -> None:
+    """The CPU flash form of the shared-prefix attention = softmax(q k^T) v, with the same log-sum-exp."""
+    from posttrain.rollout.engine.decode_stage import _prefix_attention
+
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, n, 16, generator=gen) for n in (24, 300, 300))  # [Hkv, M or P, D]
+    out, lse = _prefix_attention(q, k, v)
+    scores = q @ k.transpose(-1, -2)  # [Hkv, M, P]
+    assert (out - torch.softmax(scores, -1) @ v).abs().max().item() < 1e-5
+    assert (lse - torch.logsumexp(scores, -1, keepdim=True)).abs().max().item() < 1e-5

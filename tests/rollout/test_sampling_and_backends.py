@@ -99,3 +99,21 @@ def test_session_reuses_history(qwen2: Any) -> None:
     conversation.generate(SamplingParams(max_new_tokens=5, temperature=0.0))
     assert conversation.token_ids[10:15] == first.token_ids
     assert engine.stats()["cached_tokens"] >= 10 + 5 - 1
+
+
+def test_rows_of_many_requests_sample_as_each_would_alone() -> None:
+    """Rows of requests with different seeds, temperatures, top-k/p and logprob modes, sampled in one
+    call, give each row the token and logprob it gets sampled on its own."""
+    from posttrain.rollout.engine.sampler import make_generator, sample_tokens
+
+    logits = torch.randn(7, 50, generator=torch.Generator().manual_seed(0)) * 3  # [rows, V]
+    params = [SamplingParams(temperature=1.0, seed=s) for s in range(3)] + [
+        SamplingParams(temperature=0.7, top_k=5, seed=9), SamplingParams(temperature=0.7, top_k=5, seed=10),
+        SamplingParams(temperature=1.0, top_p=0.8, seed=3, logprobs_mode="processed"),
+        SamplingParams(temperature=0.0)]
+    gens = [make_generator(p, 0, torch.device("cpu")) for p in params]
+    together = sample_tokens(logits, params, gens)
+    alone = [sample_tokens(logits[i:i + 1], [p], [make_generator(p, 0, torch.device("cpu"))])
+             for i, p in enumerate(params)]
+    assert together[0] == [a[0][0] for a in alone]
+    assert together[1] == pytest.approx([a[1][0] for a in alone], abs=1e-6)

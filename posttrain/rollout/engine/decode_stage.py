@@ -6,9 +6,10 @@ step moved about three times the bytes of the KV it needs, and on small models t
 of the step. A `DecodeStage` keeps its members' KV in contiguous tensors `[L, R, Hkv, cap, D]`, one
 row per member, and appends each step's new position next to the pool write, so a step reads every
 cached key once. Members that map the same leading blocks (a GRPO group, agent episodes under one
-system prompt) keep those blocks once (`[L, Hkv, P, D]`) and attend them with one matmul for the
-whole stage; the two parts are merged by their log-sum-exps (cascade attention), which equals
-attention over the concatenation.
+system prompt, questions about one document) keep those blocks once (`[L, Hkv, P, D]`) and attend
+them in one call for the whole stage (on CPU the flash kernel, which never materialises the
+`[rows, P]` scores and returns their log-sum-exps; elsewhere a matmul pair); the two parts are merged
+by their log-sum-exps (cascade attention), which equals attention over the concatenation.
 
 Membership changes cost only the rows that change (slot rows). Live rows are always `0..n-1`; a
 step's members map to rows in any order (queries are permuted into row order and outputs back). A
@@ -36,6 +37,7 @@ from collections.abc import Sequence
 
 import torch
 
+from posttrain.rollout.engine.model import CPU_FLASH_ATTENTION as _CPU_FLASH
 from posttrain.rollout.engine.seq_state import SeqState
 
 NEG_INF = float("-inf")
@@ -205,9 +207,7 @@ class DecodeStage:
         b, hkv, _, d = qg.shape
         k_pre, v_pre = self.prefix[0][layer], self.prefix[1][layer]  # [Hkv, P, D]
         q_pre = qg.transpose(0, 1).reshape(hkv, -1, d)  # [Hkv, B*G, D]
-        s_pre = torch.matmul(q_pre, k_pre.transpose(-1, -2))  # [Hkv, B*G, P]
-        lse_pre = torch.logsumexp(s_pre, -1, keepdim=True)  # [Hkv, B*G, 1]
-        out_pre = torch.matmul(torch.exp(s_pre - lse_pre), v_pre)  # [Hkv, B*G, D]
+        out_pre, lse_pre = _prefix_attention(q_pre, k_pre, v_pre)  # [Hkv, B*G, D], [Hkv, B*G, 1]
         out_pre = out_pre.view(hkv, b, -1, d).transpose(0, 1)  # [B, Hkv, G, D]
         lse_pre = lse_pre.view(hkv, b, -1, 1).transpose(0, 1)  # [B, Hkv, G, 1]
         lse_own = torch.logsumexp(scores, -1, keepdim=True)  # [B, Hkv, G, 1]
@@ -320,3 +320,16 @@ class StageCache:
 
     def clear(self) -> None:
         self._stages, self._next = {}, {}
+
+
+def _prefix_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Unmasked attention of already scaled queries `[Hkv, M, D]` over a shared prefix `[Hkv, P, D]`:
+    output `[Hkv, M, D]` and log-sum-exp `[Hkv, M, 1]`. On CPU the flash kernel works through the
+    prefix in tiles (2-5x faster than the matmul pair at 16K positions and hundreds of rows, measured
+    on the 2-core VM); elsewhere the explicit form."""
+    if _CPU_FLASH is not None and q.device.type == "cpu":
+        out, lse = _CPU_FLASH(q[None], k[None], v[None], 0.0, False, scale=1.0)  # [1, Hkv, M, D], [1, Hkv, M]
+        return out[0], lse[0][..., None]
+    scores = torch.matmul(q, k.transpose(-1, -2))  # [Hkv, M, P]
+    lse = torch.logsumexp(scores, -1, keepdim=True)
+    return torch.matmul(torch.exp(scores - lse), v), lse

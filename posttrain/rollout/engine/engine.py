@@ -54,7 +54,8 @@ class NativeEngine:
                                    pin_memory=self.weights.device.type == "cuda") if tiered else None
         self.radix = RadixCache(self.pool, self.runner, self.store)
         self.scheduler = Scheduler(self.pool, self.radix, self.config.max_num_seqs,
-                                   self.config.max_prefill_tokens, self.config.prefix_caching)
+                                   self.config.max_prefill_tokens, self.config.prefix_caching,
+                                   self.weights.rope_keys)
         self.version = 0
         self._next_seq_id = 0
         self._counters: dict[str, float] = {"steps": 0, "generated_tokens": 0, "requests": 0,

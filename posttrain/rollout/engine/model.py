@@ -2,20 +2,25 @@
 
 The weights are read from the HF module at every call (no copy), so a trainer that updates the same
 module in place is seen immediately. The maths mirrors `transformers` op for op (RMSNorm in float32,
-rotate-half RoPE from the model's own rotary module, so any `rope_scaling` it supports applies; GQA;
-SwiGLU MLP; Qwen3's per-head q/k norms; biases where the config has them) so greedy decoding matches
-`generate` token for token. One deliberate difference: on CPU, small-row projections are computed in
-the transposed form (`project`), which rounds differently (about 1e-6) and runs faster.
-Not supported: per-layer sliding windows of the HF model (Qwen2 `use_sliding_window`), dynamic RoPE
-that depends on the sequence length.
+rotate-half RoPE; GQA; SwiGLU MLP; Qwen3's per-head q/k norms; biases where the config has them) so
+greedy decoding matches `generate` token for token. RoPE cos/sin come from `rope.RotaryTables`: every
+`rope_scaling` variant of `transformers` (linear, dynamic NTK, yarn with its attention factor, llama3,
+longrope); the length-dependent ones (dynamic, longrope) as `transformers`' incremental decoding
+computes them (`rope_keys`), without touching the HF module's cached frequencies.
+One deliberate difference: on CPU, small-row projections are computed in the transposed form
+(`project`), which rounds differently (about 1e-6) and runs faster.
+Not supported: per-layer sliding windows of the HF model (Qwen2 `use_sliding_window`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 import torch.nn.functional as F
+
+from posttrain.rollout.engine.rope import RotaryTables
 
 SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "qwen3")
 
@@ -68,19 +73,14 @@ class CausalLMWeights:
         self.has_qk_norm = config.model_type == "qwen3"
         first = next(model.parameters())
         self.dtype, self.device = first.dtype, first.device
-        self._rope_cache: tuple[torch.Tensor, torch.Tensor] | None = None
+        self.rotary = RotaryTables(model, self.dtype, self.device)
+        self.rope_keys = self.rotary.keys
 
-    def rope(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos, sin `[N, D]` for `positions` `[N]` from the model's rotary module (cached table)."""
-        needed = int(positions.max().item()) + 1
-        if self._rope_cache is None or self._rope_cache[0].shape[0] < needed:
-            size = max(needed, 2 * (self._rope_cache[0].shape[0] if self._rope_cache else 1024))
-            ids = torch.arange(size, device=self.device)[None]  # [1, P]
-            dummy = torch.empty(1, dtype=self.dtype, device=self.device)
-            cos, sin = self.decoder.rotary_emb(dummy, ids)
-            self._rope_cache = (cos[0], sin[0])
-        cos_table, sin_table = self._rope_cache
-        return cos_table[positions], sin_table[positions]
+    def rope(self, positions: torch.Tensor,
+             lengths: Sequence[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos, sin `[N, D]` for `positions` `[N]`; `lengths` are the tokens' `rope_length`s, needed
+        only when `rope_keys` is not static (dynamic NTK, longrope)."""
+        return self.rotary.cos_sin(positions, lengths)
 
     def embed(self, token_ids: torch.Tensor) -> torch.Tensor:
         return self.decoder.embed_tokens(token_ids)  # [N, E]
@@ -123,7 +123,8 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor
 
 
 # The CPU flash kernel behind SDPA, which also returns each query's log-sum-exp (SDPA does not).
-_CPU_FLASH = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+CPU_FLASH_ATTENTION = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+_CPU_FLASH = CPU_FLASH_ATTENTION
 
 
 def can_attend_after_history(device: torch.device) -> bool:

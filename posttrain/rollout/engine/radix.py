@@ -9,7 +9,8 @@ token of each block index is the one to map. The tree owns one reference on ever
 every device node. Nodes locked by running sequences are never evicted. Evicted nodes go to a
 `TieredKVStore` (host, then disk) when one is configured and come back on a prefix hit; otherwise
 they are dropped. The tree is for one weight version: `reset` forgets everything, so a version bump
-yields zero hits. Plain Python; KV bytes move through the `KVMover` the runner provides.
+yields zero hits. There is one tree per RoPE frequency key (`rope_keys`; a single tree, key 0, for
+static RoPE variants): KV is only matched against KV computed with the same frequencies. Plain Python; KV bytes move through the `KVMover` the runner provides.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 from posttrain.rollout.engine.block_manager import BlockPool
+from posttrain.rollout.engine.rope_keys import STATIC_KEY
 
 
 class KVMover(Protocol):
@@ -83,16 +85,25 @@ class RadixCache:
         self.pool = pool
         self.mover = mover
         self.store = store
-        self.root = Node([], [], 0, None)
+        self.roots: dict[int, Node] = {STATIC_KEY: Node([], [], 0, None)}
         self.version = 0
         self._tick = 0
         self.counters = {"evicted_tokens": 0, "offloaded_tokens": 0, "offloaded_blocks": 0,
                          "reloaded_tokens": 0, "reloaded_blocks": 0}
 
     # ---- lookup and insertion -------------------------------------------------------------
-    def match(self, tokens: Sequence[int]) -> tuple[Node, int]:
+    @property
+    def root(self) -> Node:
+        """The root of the static-key tree."""
+        return self.roots[STATIC_KEY]
+
+    def root_of(self, key: int) -> Node:
+        """The root of the tree of frequency key `key` (created empty when missing)."""
+        return self.roots.setdefault(key, Node([], [], 0, None))
+
+    def match(self, tokens: Sequence[int], key: int = STATIC_KEY) -> tuple[Node, int]:
         """Deepest node whose path is a prefix of `tokens` (split so the match ends at its end)."""
-        node, pos = self.root, 0
+        node, pos = self.root_of(key), 0
         while pos < len(tokens):
             child = node.children.get(tokens[pos])
             if child is None:
@@ -104,9 +115,9 @@ class RadixCache:
         self._touch(node)
         return node, pos
 
-    def insert(self, tokens: Sequence[int], blocks: Sequence[int]) -> Node:
+    def insert(self, tokens: Sequence[int], blocks: Sequence[int], key: int = STATIC_KEY) -> Node:
         """Record that `blocks[p]` holds the KV of `tokens[p]`; returns the node ending at len(tokens)."""
-        node, pos = self.root, 0
+        node, pos = self.root_of(key), 0
         while pos < len(tokens):
             child = node.children.get(tokens[pos])
             if child is None:
@@ -146,9 +157,9 @@ class RadixCache:
     # ---- tiers ----------------------------------------------------------------------------
     def reload(self, node: Node) -> Node:
         """Bring offloaded nodes on the (locked) path back; returns the deepest node now on device."""
-        last = self.root
+        last = next(iter(self._path(node)))
         for n in self._path(node):
-            if n is self.root:
+            if n.parent is None:
                 continue
             if not n.is_on_device and not self._reload_node(n):
                 return last
@@ -188,7 +199,7 @@ class RadixCache:
                     return
 
     def _is_evictable(self, node: Node) -> bool:
-        if node is self.root or node.lock > 0 or not node.is_on_device:
+        if node.parent is None or node.lock > 0 or not node.is_on_device:
             return False
         if any(c.is_on_device for c in node.children.values()):
             return False
@@ -230,13 +241,13 @@ class RadixCache:
     def reset(self, version: int) -> None:
         """Forget every cached prefix (a new weight version makes all KV stale)."""
         for n in self._nodes():
-            if n is self.root:
+            if n.parent is None:
                 continue
             if n.is_on_device:
                 self.pool.decref(set(n.blocks))
             elif self.store is not None and n.stored is not None:
                 self.store.drop(n.stored)
-        self.root = Node([], [], 0, None)
+        self.roots = {STATIC_KEY: Node([], [], 0, None)}
         self.version = version
 
     def _split(self, node: Node, k: int) -> Node:
@@ -274,7 +285,7 @@ class RadixCache:
         return reversed(chain)
 
     def _nodes(self) -> Iterator[Node]:
-        stack = [self.root]
+        stack = list(self.roots.values())
         while stack:
             n = stack.pop()
             yield n

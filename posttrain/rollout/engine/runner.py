@@ -30,6 +30,7 @@ from posttrain.rollout.engine.model import (
     attend_after_history,
     can_attend_after_history,
 )
+from posttrain.rollout.engine.rope_keys import rope_length
 from posttrain.rollout.engine.scheduler import Chunk
 
 
@@ -115,11 +116,12 @@ class ModelRunner:
         """Compute all chunks; returns float32 logits `[M, V]` for the chunks that need them, in order."""
         dev = self.k.device
         ids, positions, write = self._flatten(chunks)
+        lengths = None if self.w.rope_keys.is_static else _rope_lengths(chunks)
         if self.quest:
             self.stale[write // self.block_size] = True
         groups = self._groups(chunks)
         x = self.w.embed(ids)  # [N, E]
-        cos, sin = self.w.rope(positions)
+        cos, sin = self.w.rope(positions, lengths)
         whole = len(groups) == 1 and torch.equal(groups[0].rows, torch.arange(ids.shape[0], device=dev))
         for layer in range(self.w.num_layers):
             q, k, v = self.w.qkv(layer, x, cos, sin)  # [N, H, D], [N, Hkv, D]
@@ -317,6 +319,11 @@ class ModelRunner:
                                         block_mask[:, :, 0], self.attention.top_k_blocks)
         mask = torch.gather(block_mask, 1, keep[:, :, None].expand(-1, -1, bs)).view(b, 1, 1, -1)
         return torch.gather(g.blocks, 1, keep), mask
+
+
+def _rope_lengths(chunks: list[Chunk]) -> list[int]:
+    """Each flattened token's `rope_length` (the sequence length its RoPE frequencies belong to)."""
+    return [rope_length(c.seq.prompt_len, p) for c in chunks for p in range(c.start, c.start + c.num_tokens)]
 
 
 def _additive(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

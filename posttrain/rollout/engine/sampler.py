@@ -51,7 +51,7 @@ def sample_tokens(logits: torch.Tensor, params: Sequence[SamplingParams],
     raw = logits.float()
     tokens = torch.empty(raw.shape[0], dtype=torch.long, device=raw.device)
     logprobs = torch.empty(raw.shape[0], dtype=torch.float32, device=raw.device)
-    for p, rows in _rows_by_params(params).items():
+    for p, rows in _rows_by_processing(params):
         index = torch.tensor(rows, dtype=torch.long, device=raw.device)
         picked, source = _sample_rows(raw[index], p, [generators[i] for i in rows])
         tokens[index] = picked
@@ -67,11 +67,16 @@ def sample_token(
     return tokens[0], logprobs[0]
 
 
-def _rows_by_params(params: Sequence[SamplingParams]) -> dict[SamplingParams, list[int]]:
-    groups: dict[SamplingParams, list[int]] = {}
+def _rows_by_processing(params: Sequence[SamplingParams]) -> list[tuple[SamplingParams, list[int]]]:
+    """Rows grouped by the fields that change how logits are processed (not by seed, n or stop ids,
+    which differ between requests), with one params object of each group: a step over many requests
+    with the same settings runs each operation once for all rows, not once per request (every
+    operation is row-wise, so the rows' results do not change)."""
+    groups: dict[tuple[float, int, float, str], tuple[SamplingParams, list[int]]] = {}
     for i, p in enumerate(params):
-        groups.setdefault(p, []).append(i)
-    return groups
+        key = (p.temperature, p.top_k, p.top_p, p.logprobs_mode)
+        groups.setdefault(key, (p, []))[1].append(i)
+    return list(groups.values())
 
 
 def _sample_rows(raw: torch.Tensor, params: SamplingParams,

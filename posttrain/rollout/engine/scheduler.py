@@ -9,6 +9,9 @@ of its prompt with a sequence still prefilling than that one took from the cache
 shared prompt is computed once; the rest of a GRPO group then joins in one step. When blocks run out the scheduler first evicts unlocked cached prefixes (to host/disk when
 tiers exist), then preempts the most recently admitted sequence: its computed KV goes into the cache
 (from where it is reloaded or recomputed) and it returns to the head of the queue.
+Under a length-dependent RoPE variant (dynamic NTK, longrope) a prefix is matched and cached in the
+tree of its prompt's frequency key, and only up to the tokens computed with those frequencies
+(`rope_keys`), so reused KV is always what the sequence would have computed itself.
 Guarantees: a sequence holds at most one partly filled block beyond its tokens (waste < 1 block);
 requests finish independently. Plain Python; tensor work goes through the `KVMover`.
 """
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 
 from posttrain.rollout.engine.block_manager import BlockPool
 from posttrain.rollout.engine.radix import Node, RadixCache
+from posttrain.rollout.engine.rope_keys import RopeKeys
 from posttrain.rollout.engine.seq_state import SeqState, SeqStatus
 
 
@@ -40,8 +44,9 @@ class Scheduler:
     """Decides what each model step computes (see module docstring)."""
 
     def __init__(self, pool: BlockPool, radix: RadixCache, max_num_seqs: int,
-                 max_prefill_tokens: int | None, prefix_caching: bool) -> None:
+                 max_prefill_tokens: int | None, prefix_caching: bool, rope_keys: RopeKeys | None = None) -> None:
         self.pool = pool
+        self.rope_keys = rope_keys or RopeKeys()
         self.radix = radix
         self.max_num_seqs = max_num_seqs
         self.max_prefill_tokens = max_prefill_tokens
@@ -112,8 +117,9 @@ class Scheduler:
         if not self.prefix_caching:
             return False
         head = seq.token_ids[: self.pool.block_size]
+        key = self.rope_keys.prompt_key(seq.prompt_len)
         return any(r.token_ids[: self.pool.block_size] == head and self._will_cache_for(r, seq)
-                   for r in self.running)
+                   and self.rope_keys.prompt_key(r.prompt_len) == key for r in self.running)
 
     @staticmethod
     def _will_cache_for(r: SeqState, seq: SeqState) -> bool:
@@ -164,7 +170,8 @@ class Scheduler:
         if not self.prefix_caching:
             self.radix.lock(self.radix.root)
             return self.radix.root
-        node, _ = self.radix.match(seq.token_ids[:-1])
+        limit = self.rope_keys.cacheable(seq.prompt_len, seq.num_tokens - 1)
+        node, _ = self.radix.match(seq.token_ids[:limit], self.rope_keys.prompt_key(seq.prompt_len))
         self.radix.lock(node)
         return self._relock(node, self.radix.reload(node))
 
@@ -210,9 +217,9 @@ class Scheduler:
 
     def _cache_computed(self, seq: SeqState) -> None:
         bs = self.pool.block_size
-        count = seq.num_computed
+        count = self.rope_keys.cacheable(seq.prompt_len, seq.num_computed)
         blocks = [seq.block_table[p // bs] for p in range(count)]
-        node = self.radix.insert(seq.token_ids[:count], blocks)
+        node = self.radix.insert(seq.token_ids[:count], blocks, self.rope_keys.prompt_key(seq.prompt_len))
         self.radix.lock(node)
         self.radix.unlock(seq.lock_node)
         seq.lock_node = node
