@@ -61,7 +61,7 @@ def direct_stl(program: str, folder: Path, name: str) -> tuple[float, bytes]:
 def sequential_ms(verifier: CadGeometryVerifier, items: list[tuple[str, Task, str]], folder: Path) -> dict[str, float]:
     """Median milliseconds per response of each stage, one response at a time."""
     stages: dict[str, list[float]] = {"openscad_direct": [], "openscad_sandboxed": [], "load_solid": [], "compare": []}
-    pool = run_blocking(verifier._pool(), 120)
+    pool = run_blocking(verifier._pool.get(), 120)
     for index, (_, task, response) in enumerate(items):
         program = extract_program(response)
         seconds, _ = direct_stl(program, folder, f"seq{index}")

@@ -10,6 +10,7 @@ verifier that needs a main thread (math-verify) to a worker process when it cann
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar, runtime_checkable
 
@@ -65,6 +66,17 @@ def score_safely(verifier: Verifier, task: Task, response: object) -> Score:
 
 class GoldError(ValueError):
     """A task's gold data is missing or unusable: the task's fault, so graded as an infra failure."""
+
+
+def gold_json(task: Task) -> object:
+    """`Task.gold`, decoded when it is JSON text; GoldError (an infra score) when that text is not JSON."""
+    gold = task.gold
+    if isinstance(gold, str):
+        try:
+            return json.loads(gold)
+        except ValueError as exc:
+            raise GoldError(f"gold is not JSON: {exc}") from None
+    return gold
 
 
 def guarded(grade: Callable[[V, Task, str], Score]) -> Callable[[V, Task, str], Score]:

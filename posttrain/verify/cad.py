@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import hashlib
-import json
 import math
 import os
 import re
@@ -33,8 +32,9 @@ from collections.abc import Sequence
 
 from posttrain.sandbox import ExecResult, SandboxPool, SandboxSpec
 from posttrain.sandbox.background import run_blocking
+from posttrain.sandbox.lazy import LazyPool
 from posttrain.types import Score, Task
-from posttrain.verify.base import GoldError
+from posttrain.verify.base import GoldError, gold_json
 from posttrain.verify.cad_mesh import MeshError, Solid, iou, load_solid, mesh_libraries, read_stl, void_recall
 from posttrain.verify.cad_program import extract_program, file_access
 from posttrain.verify.cad_score import failure, geometry_score
@@ -60,12 +60,7 @@ _ERROR_LINE = re.compile(r"^ERROR: .*$", re.MULTILINE)
 
 def parse_gold(task: Task) -> str:
     """The reference program of a cad task; GoldError when the gold has none."""
-    gold = task.gold
-    if isinstance(gold, str):
-        try:
-            gold = json.loads(gold)
-        except ValueError as exc:
-            raise GoldError(f"gold is not JSON: {exc}") from None
+    gold = gold_json(task)
     if not isinstance(gold, dict) or not isinstance(gold.get("reference"), str) or not gold["reference"].strip():
         raise GoldError("cad gold must be a dict with a non-empty 'reference' OpenSCAD program")
     return str(gold["reference"])
@@ -105,7 +100,7 @@ class CadGeometryVerifier:
         self.spec = SandboxSpec(timeout_s=config.timeout_s, memory_mb=config.memory_mb, disk_mb=WORKSPACE_MB,
                                 max_output_bytes=config.max_stl_mb << 20,
                                 output_limit_mb=config.max_stl_mb + 1)  # fmt: skip
-        self._starting: asyncio.Future[SandboxPool] | None = None
+        self._pool = LazyPool(self._start)
         self._references: collections.OrderedDict[str, asyncio.Future[Solid]] = collections.OrderedDict()
 
     def score(self, task: Task, response: str) -> Score:
@@ -123,23 +118,12 @@ class CadGeometryVerifier:
 
     def close(self) -> None:
         """Remove the pool's sandboxes and forget the references (a later `score` starts a new pool)."""
-        if self._starting is not None:
+        if self._pool.is_started:
             run_blocking(self._close(), 60.0)
 
     async def _close(self) -> None:
-        starting, self._starting = self._starting, None
         self._references.clear()
-        try:
-            pool = await starting if starting is not None else None
-        except Exception:  # noqa: BLE001 - a pool that never started has nothing to close
-            return
-        if pool is not None:
-            await pool.close()
-
-    async def _pool(self) -> SandboxPool:
-        if self._starting is None or (self._starting.done() and self._starting.exception() is not None):
-            self._starting = asyncio.ensure_future(self._start())
-        return await asyncio.shield(self._starting)
+        await self._pool.close()
 
     async def _start(self) -> SandboxPool:
         """A started pool; raises (every score of the batch is infra) when nothing could be graded here."""
@@ -163,7 +147,7 @@ class CadGeometryVerifier:
             if forbidden is not None:
                 return failure("file_access", f"programs may not read files ({forbidden})", False)
             try:
-                pool = await self._pool()
+                pool = await self._pool.get()
             except Exception as exc:  # noqa: BLE001 - nothing can be rendered here: not the model's fault
                 return Score.infra(f"the cad sandbox pool cannot start: {type(exc).__name__}: {exc}"[:500])
             reference = await self._reference(pool, reference_source)

@@ -27,7 +27,6 @@ from __future__ import annotations
 import ast
 import asyncio
 import functools
-import json
 import marshal
 import math
 import os
@@ -39,8 +38,9 @@ from typing import Any
 
 from posttrain.sandbox import ExecResult, SandboxPool, SandboxSpec
 from posttrain.sandbox.background import run_blocking
+from posttrain.sandbox.lazy import LazyPool
 from posttrain.types import Score, Task
-from posttrain.verify.base import GoldError
+from posttrain.verify.base import GoldError, gold_json
 from posttrain.verify.code_harness import MARSHAL_VERSION
 from posttrain.verify.configs import CodeTestsConfig
 
@@ -146,12 +146,7 @@ def _names_bound(node: ast.stmt) -> list[str]:
 
 
 def parse_gold(task: Task) -> dict[str, Any]:
-    gold = task.gold
-    if isinstance(gold, str):
-        try:
-            gold = json.loads(gold)
-        except ValueError as exc:
-            raise GoldError(f"gold is not JSON: {exc}") from None
+    gold = gold_json(task)
     if not isinstance(gold, dict) or gold.get("language", "python") != "python":
         raise GoldError("gold must be a dict for language python")
     style = gold.get("style")
@@ -187,7 +182,7 @@ class CodeTestsVerifier:
         self.spec = SandboxSpec(timeout_s=config.timeout_s + HARNESS_SLACK_S,
                                 memory_mb=config.memory_mb + HARNESS_MEMORY_MB,
                                 max_output_bytes=MAX_OUTPUT_BYTES)  # fmt: skip
-        self._starting: asyncio.Future[SandboxPool] | None = None
+        self._pool = LazyPool(self._start)
         self._harness: list[str] = []
         """The harness's argv, set when the pool starts."""
 
@@ -206,22 +201,11 @@ class CodeTestsVerifier:
 
     def close(self) -> None:
         """Remove the pool's sandboxes (a later `score` starts a new pool)."""
-        if self._starting is not None:
+        if self._pool.is_started:
             run_blocking(self._close(), 60.0)
 
     async def _close(self) -> None:
-        starting, self._starting = self._starting, None
-        try:
-            pool = await starting if starting is not None else None
-        except Exception:  # noqa: BLE001 - a pool that never started has nothing to close
-            return
-        if pool is not None:
-            await pool.close()
-
-    async def _pool(self) -> SandboxPool:
-        if self._starting is None or (self._starting.done() and self._starting.exception() is not None):
-            self._starting = asyncio.ensure_future(self._start())
-        return await asyncio.shield(self._starting)
+        await self._pool.close()
 
     async def _start(self) -> SandboxPool:
         """A started pool; the harness compiled once by the sandbox's own interpreter, so that each run
@@ -238,7 +222,7 @@ class CodeTestsVerifier:
         return pool
 
     async def _score_all(self, items: Sequence[tuple[Task, str]]) -> list[Score]:
-        pool = await self._pool()
+        pool = await self._pool.get()
         return list(await asyncio.gather(*(self._score_one(pool, task, response) for task, response in items)))
 
     async def _score_one(self, pool: SandboxPool, task: Task, response: str) -> Score:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from posttrain.sandbox import ExecResult
+from posttrain.sandbox.lazy import LazyPool
 from posttrain.sandbox.spec import sandbox_error
 from posttrain.types import ErrorKind, Task
 from posttrain.verify import cad
@@ -34,7 +35,7 @@ def fake_verifier(answer: Any) -> tuple[CadGeometryVerifier, FakePool]:
     async def started() -> Any:
         return pool
 
-    verifier._pool = started  # type: ignore[method-assign]
+    verifier._pool = LazyPool(started)
     return verifier, pool
 
 

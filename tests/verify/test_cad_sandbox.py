@@ -94,7 +94,7 @@ def test_the_sandbox_hides_host_files_that_get_past_the_static_check(
     # The static check rejects `import`; run the pool directly, as a check that missed a construct would.
     secret = tmp_path / "reference.stl"
     secret.write_text("solid x\nendsolid x\n")
-    pool = run_blocking(verifier._pool(), 60)
+    pool = run_blocking(verifier._pool.get(), 60)
     result = run_blocking(pool.run(OPENSCAD, files={PROGRAM_FILE: f'import("{secret}");'}), 60)
     assert secret.exists() and result.status == "runtime_error" and not result.stdout
     assert b"Can't open" in result.stderr or b"not found" in result.stderr.lower(), result.stderr[-300:]

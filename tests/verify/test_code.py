@@ -239,7 +239,7 @@ def test_io_style_compares_stdout_per_case(verifier: CodeTestsVerifier) -> None:
 
 @requires_bwrap
 def test_a_batch_runs_concurrently_in_the_pool(verifier: CodeTestsVerifier) -> None:  # noqa: F811
-    pool = run_blocking(verifier._pool(), 120.0)
+    pool = run_blocking(verifier._pool.get(), 120.0)
     original, running, peak = pool.run, [0], [0]
 
     async def counting_run(*args: object, **kwargs: object) -> ExecResult:

@@ -35,7 +35,7 @@ from types import ModuleType
 from typing import Any
 
 from posttrain.types import Score, Task
-from posttrain.verify.base import GoldError
+from posttrain.verify.base import GoldError, gold_json
 from posttrain.verify.code import POOL_SIZE, CodeTestsVerifier
 from posttrain.verify.configs import CodeTestsConfig, GamePlayConfig
 from posttrain.verify.gamedev import grid, physics, script
@@ -78,9 +78,9 @@ def engine_source(game: str) -> str:
 
 
 @functools.lru_cache(maxsize=1024)
-def tests_source(gold_json: str) -> str:
+def tests_source(gold_text: str) -> str:
     """`check(candidate)` for one task: the engine, the gold as `SPEC`, one assert per play-through."""
-    gold = json.loads(gold_json)
+    gold = json.loads(gold_text)
     game = GAMES[gold["game"]]
     asserts = "".join(f"    assert play(candidate, {i})\n" for i in range(len(playthrough_names(gold))))
     return (f"{engine_source(gold['game'])}\n\nSPEC = {gold!r}\nCASES = []\n\n\n"
@@ -97,12 +97,7 @@ def playthrough_names(gold: dict[str, Any]) -> list[str]:
 
 
 def parse_gold(task: Task) -> dict[str, Any]:
-    gold = task.gold
-    if isinstance(gold, str):
-        try:
-            gold = json.loads(gold)
-        except ValueError as exc:
-            raise GoldError(f"gold is not JSON: {exc}") from None
+    gold = gold_json(task)
     if not isinstance(gold, dict) or not isinstance(gold.get("game"), str) or gold["game"] not in GAMES:
         raise GoldError(f"gold must be a dict whose game is one of {sorted(GAMES)}")
     if not isinstance(gold.get("entry_point"), str) or not str(gold["entry_point"]).isidentifier():
