@@ -38,6 +38,7 @@ from posttrain.tasks.families.knowledge.questions import (
     Scalar,
     ask,
     ask_fields,
+    choose_fields,
     one_of,
 )
 
@@ -216,7 +217,7 @@ def extraction(b: Bundle, rng: random.Random) -> Question:
         "year_founded": FieldSpec("numeric", report.founded,
                                   (Fact("founded", (f"was founded in {report.founded}",), (corporate,)),)),
     }  # fmt: skip
-    chosen = sorted(rng.sample(list(fields), rng.randint(3, 4)), key=list(fields).index)
+    chosen = choose_fields(fields, rng)
     text = f"Extract these facts about {report.company} from the report: {', '.join(chosen)}."
     return ask_fields(text, {name: fields[name] for name in chosen}, b.lines)
 

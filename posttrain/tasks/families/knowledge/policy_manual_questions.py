@@ -39,6 +39,7 @@ from posttrain.tasks.families.knowledge.questions import (
     Scalar,
     ask,
     ask_fields,
+    choose_fields,
     one_of,
 )
 
@@ -220,7 +221,7 @@ def extraction(b: Bundle, rng: random.Random) -> Question:
         fields["claim_deadline_days"] = FieldSpec("numeric", m.deadline_days, (_rule_fact(b, "deadline"),))
     if m.exemption("approval") is None:
         fields["approval_threshold"] = FieldSpec("numeric", m.approval, (_rule_fact(b, "approval"),))
-    chosen = sorted(rng.sample(list(fields), min(len(fields), rng.randint(3, 4))), key=list(fields).index)
+    chosen = choose_fields(fields, rng)
     text = f"Extract these facts from the {m.organisation} manual: {', '.join(chosen)}."
     return ask_fields(text, {name: fields[name] for name in chosen}, b.lines)
 

@@ -120,6 +120,12 @@ def ask(text: str, spec: Scalar, lines: Lines) -> Question:
     return Question(text, gold, f"Answer: {shown}\nCitations: {cites}", spec.asked_as or spec.type)
 
 
+def choose_fields(fields: Mapping[str, FieldSpec], rng: random.Random) -> list[str]:
+    """Three or four of `fields` (all when fewer), in their declared order: the keys an extraction asks for."""
+    names = list(fields)
+    return sorted(rng.sample(names, min(len(names), rng.randint(3, 4))), key=names.index)
+
+
 def ask_fields(text: str, fields: Mapping[str, FieldSpec], lines: Lines) -> Question:
     """A structured-extraction question graded field by field."""
     golds = {

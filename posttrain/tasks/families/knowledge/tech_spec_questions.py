@@ -28,6 +28,7 @@ from posttrain.tasks.families.knowledge.questions import (
     Scalar,
     ask,
     ask_fields,
+    choose_fields,
     one_of,
 )
 from posttrain.tasks.families.knowledge.tech_spec import (
@@ -222,7 +223,7 @@ def extraction(b: Bundle, rng: random.Random) -> Question:
     for key, name in _FIELD_NAMES.items():
         if not any(e.target == key for e in spec.errata):
             fields[name] = FieldSpec("numeric", spec.quantities[key].value, (_fact(b, key),))
-    chosen = sorted(rng.sample(list(fields), rng.randint(3, 4)), key=list(fields).index)
+    chosen = choose_fields(fields, rng)
     text = f"Extract these facts from the {spec.part_number} datasheet: {', '.join(chosen)}."
     return ask_fields(text, {name: fields[name] for name in chosen}, b.lines)
 
