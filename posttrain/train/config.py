@@ -15,6 +15,7 @@ from pydantic import Field, model_validator
 from posttrain.config import StrictModel, load_config
 from posttrain.curriculum import DefaultMixtureConfig, DynamicSamplingConfig, MixtureConfig
 from posttrain.curriculum.replay import ReplayConfig
+from posttrain.dist.config import DistConfig
 from posttrain.rollout.config import EngineConfig, NativeEngineConfig, SamplingConfig
 from posttrain.tasks.registry import DomainsConfig, resolve_paths
 from posttrain.train._policy_config import PolicyConfig
@@ -205,6 +206,8 @@ class TrainConfig(StrictModel):
     """Held-out evaluation."""
     checkpoint_every: int = Field(0, ge=0)
     """Save a checkpoint every N steps (0: only at the end)."""
+    dist: DistConfig = Field(default_factory=DistConfig)
+    """Where the stages run (local or Ray actor pools) and whether generation overlaps learning."""
 
     @model_validator(mode="before")
     @classmethod

@@ -1,0 +1,54 @@
+"""Where the stages run and how they overlap: the `dist:` section of a training config.
+
+Plain pydantic; importing it loads neither Ray nor torch. `backend: local` (the default) runs every
+stage in this process; `backend: ray` runs rollout and reward workers as Ray actor pools.
+`mode: sync` (the default) is exact: each step's samples come from the weights of the step before.
+`mode: async` lets generation run ahead of the learner by at most `max_staleness` policy versions.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from posttrain.config import StrictModel
+
+
+class AutoscaleConfig(StrictModel):
+    """Pool sizes decided from queue depth and service times (`posttrain.sched.scaling`)."""
+
+    enabled: bool = False
+    """Resize pools while running; off: pools keep their configured sizes."""
+    min_workers: int = Field(1, ge=1)
+    """Smallest size of any pool."""
+    max_workers: int = Field(8, ge=1)
+    """Largest size of any pool."""
+    target_wait_s: float = Field(1.0, gt=0)
+    """Queueing delay a pool aims for: more workers when the backlog would take longer than this."""
+    cooldown_s: float = Field(5.0, ge=0)
+    """Minimum time between two resizes of one pool."""
+
+
+class DistConfig(StrictModel):
+    """Placement, pool sizes and the synchronous / asynchronous mode of the pipeline."""
+
+    backend: Literal["local", "ray"] = "local"
+    """local: this process (thread pools); ray: Ray actor pools per stage."""
+    address: str | None = None
+    """Ray cluster address (`ray://host:10001` or `auto`); None starts a local cluster."""
+    num_cpus: int | None = Field(None, ge=1)
+    """CPUs of a local Ray cluster started by the run (None: Ray's own count)."""
+    rollout_workers: int = Field(1, ge=1)
+    """Rollout workers, each with its own engine."""
+    reward_workers: int = Field(1, ge=1)
+    """Reward workers, each grading with the domains' verifiers (sandboxes on its own host)."""
+    mode: Literal["sync", "async"] = "sync"
+    """sync: generate, then learn (exact); async: generation of the next step overlaps learning."""
+    max_staleness: int = Field(1, ge=0)
+    """async: samples whose policy version is older than the learner's by more than this are handled
+    by `stale`."""
+    stale: Literal["drop", "downweight"] = "drop"
+    """What happens to samples beyond `max_staleness`: dropped, or kept with weight 1/(1 + excess)."""
+    autoscale: AutoscaleConfig = Field(default_factory=AutoscaleConfig)
+    """Pool resizing from queue depth and service times."""
