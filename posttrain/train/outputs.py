@@ -3,7 +3,7 @@
 Layout: `config.yaml` (the resolved config), `metrics.jsonl` (one line per step: global metrics and
 `domain/<id>/<metric>`), `eval_<label>.json`, `checkpoints/step_<n>/`, `summary.json` and
 `plots/{reward,mixture}.png` (`posttrain.train.plots`). TensorBoard scalars are written too when
-`tensorboard` is installed.
+`tensorboard` is installed; `tracking:` selects W&B and MLflow as well (`posttrain.train.tracking`).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from posttrain.eval.evaluate import DomainEval
 from posttrain.eval.sampled import SampledEval
 from posttrain.eval.stats import NUM_RESAMPLES, paired, paired_mean_of_domains
 from posttrain.train.config import TrainConfig
+from posttrain.train.tracking import Tracker, build_trackers, summary_values
 
 
 class Outputs:
@@ -38,8 +39,9 @@ class Outputs:
         self.seed = config.seed
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "config.yaml").write_text(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
+        self._trackers: list[Tracker] = build_trackers(config.tracking, run_dir, config.model_dump(mode="json"))
+        """Each step's numeric row and the summary's numbers go to these too (`tracking:`)."""
         self._metrics = (run_dir / "metrics.jsonl").open("a", encoding="utf-8")
-        self._tb = _tensorboard(run_dir)
         self._start_s = time.perf_counter()
         self._last_s = self._start_s
         self._train_s = 0.0
@@ -79,10 +81,9 @@ class Outputs:
             row[f"domain/{domain_id}/response_tokens"] = s.mean_response_tokens
         self._metrics.write(json.dumps(row) + "\n")
         self._metrics.flush()
-        if self._tb is not None:
-            for key, value in row.items():
-                if isinstance(value, int | float):
-                    self._tb.add_scalar(key, value, step + 1)
+        numeric = {k: v for k, v in row.items() if isinstance(v, int | float)}
+        for tracker in self._trackers:
+            tracker.log(step + 1, numeric)
         self._progress.update(step + 1, row)
 
     def write_eval(self, label: str, result: dict[str, DomainEval]) -> None:
@@ -138,14 +139,17 @@ class Outputs:
             }
         summary["headline"] = headline(summary)
         (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+        for tracker in self._trackers:
+            tracker.log_summary(summary_values(summary))
         write_plots(self.run_dir)
         return summary
 
     def close(self) -> None:
         self._progress.close()
         self._metrics.close()
-        if self._tb is not None:
-            self._tb.close()
+        for tracker in self._trackers:
+            tracker.close()
+        self._trackers = []
 
 
 UNTRAINED_DROP = 0.02
@@ -252,14 +256,6 @@ def _compare_sampled(base: SampledEval, final: SampledEval) -> dict[str, Any]:
 def _mean(values: Any) -> float:
     items = list(values)
     return sum(items) / len(items) if items else 0.0
-
-
-def _tensorboard(run_dir: Path) -> Any:
-    try:
-        from torch.utils.tensorboard import SummaryWriter
-    except ImportError:  # tensorboard is an optional extra
-        return None
-    return SummaryWriter(str(run_dir / "tensorboard"))
 
 
 class _Progress:

@@ -34,6 +34,7 @@ from posttrain.train.models import weights_sha256
 from posttrain.train.outputs import Outputs
 from posttrain.train.policy import TrainBatch
 from posttrain.train.stages import RewardStage, RolloutStage
+from posttrain.train.tracking import check_backends
 from posttrain.types import Group, Task
 
 
@@ -43,6 +44,7 @@ class Run:
     def __init__(self, config: TrainConfig, run_dir: Path, log: Callable[[str], None]) -> None:
         self.config = config
         self.log = log
+        check_backends(config.tracking)  # a selected tracker that is missing fails before any model loads
         torch.set_num_threads(config.threads)
         torch.manual_seed(config.seed)
         self.rng = random.Random(config.seed)
