@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "posttrain.cli.train",  # train, eval, base, demo
     "posttrain.cli.bench",  # bench
     "posttrain.cli.terminal",  # tasks (terminal task packages)
+    "posttrain.cli.report",  # report
 )
 
 
