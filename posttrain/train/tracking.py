@@ -150,12 +150,14 @@ class WandbTracker:
 MLFLOW_BATCH = 1000
 """Most metrics MLflow takes in one `log_batch` call."""
 
-_MLFLOW_KEY = re.compile(r"[^\w./ :-]")
+_MLFLOW_KEY = re.compile(r"[^\w. :-]")
 
 
 def mlflow_key(key: str) -> str:
-    """`key` with the characters MLflow rejects (e.g. the `@` of `add@easy`) replaced by `_`."""
-    return _MLFLOW_KEY.sub("_", key)
+    """`key` as MLflow can store it: `/` becomes `.` (MLflow's file store makes `loss/<domain>` a folder
+    under the file of the metric `loss`, and fails), and every other character MLflow rejects (e.g. the
+    `@` of `add@easy`) becomes `_`."""
+    return _MLFLOW_KEY.sub("_", key.replace("/", "."))
 
 
 class MlflowTracker:

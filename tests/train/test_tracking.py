@@ -65,7 +65,8 @@ def _run(run_dir: Path, config: TrackingConfig, steps: int = 3) -> dict[str, obj
     outputs = Outputs(run_dir, TrainConfig(steps=steps, tracking=config), DOMAINS)
     for step in range(steps):
         stats = {d: DomainStats(n=8, mean_reward=step / steps, pass_rate=0.5) for d in DOMAINS}
-        outputs.log_step(step, {"loss": 0.25}, stats, dict.fromkeys(DOMAINS, 0.5), {}, infra_failures=0)
+        # `loss` and `loss/<domain>`, as a real step logs: a key that is another key's prefix
+        outputs.log_step(step, {"loss": 0.25, f"loss/{DOMAINS[0]}": 0.5}, stats, dict.fromkeys(DOMAINS, 0.5), {}, infra_failures=0)
     base = {d: _eval(d, 2) for d in DOMAINS}
     final = {d: _eval(d, 7) for d in DOMAINS}
     summary = outputs.write_summary(base, final, steps=steps)
@@ -119,8 +120,8 @@ def test_outputs_forward_every_step_and_the_summary(monkeypatch: pytest.MonkeyPa
 
 
 def test_mlflow_keys_drop_what_mlflow_rejects() -> None:
-    assert mlflow_key("domain/math/arithmetic/add@easy/reward") == "domain/math/arithmetic/add_easy/reward"
-    assert mlflow_key("filter/gave_up-1.0 a:b") == "filter/gave_up-1.0 a:b"
+    assert mlflow_key("domain/math/arithmetic/add@easy/reward") == "domain.math.arithmetic.add_easy.reward"
+    assert mlflow_key("filter/gave_up-1.0 a:b") == "filter.gave_up-1.0 a:b"
 
 
 def _wandb_records(path: Path) -> Iterator[object]:
@@ -180,13 +181,14 @@ def test_mlflow_file_store_holds_the_logged_values(tmp_path: Path) -> None:
     client = MlflowClient(uri)
     (run,) = client.search_runs([client.get_experiment_by_name("exp").experiment_id])
     assert run.info.run_name == "run" and run.info.status == "FINISHED"
-    key = "domain/math/arithmetic/add_easy/reward"
+    key = "domain.math.arithmetic.add_easy.reward"
     history = client.get_metric_history(run.info.run_id, key)
     assert [(m.step, m.value) for m in history] == [(1, 0.0), (2, pytest.approx(1 / 3)), (3, pytest.approx(2 / 3))]
-    assert run.data.metrics[f"summary/{mlflow_key(DOMAINS[1])}/final_reward"] == pytest.approx(0.7)
+    assert run.data.metrics[mlflow_key(f"summary/{DOMAINS[1]}/final_reward")] == pytest.approx(0.7)
 
 
 def test_mlflow_defaults_to_a_store_in_the_run_dir(tmp_path: Path) -> None:
     _require("mlflow")
     _run(tmp_path, TrackingConfig(backends=("mlflow",)), steps=1)
-    assert list((tmp_path / "mlruns").glob("*/*/metrics/loss"))
+    names = sorted(p.name for p in (tmp_path / "mlruns").glob("*/*/metrics/loss*"))
+    assert names == ["loss", "loss.math.arithmetic.add_easy"]
