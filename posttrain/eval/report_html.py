@@ -54,7 +54,8 @@ CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1180px;padding:0 18px 40px;color:#1b1f24}
 h1{font-size:22px;margin:22px 0 4px}h2{font-size:18px;margin:30px 0 8px;border-bottom:1px solid #d8dee4;padding-bottom:4px}
 h3{font-size:15px;margin:18px 0 6px}nav a{margin-right:12px}.muted{color:#57606a}.headline{font-size:15px;font-weight:600}
-table{border-collapse:collapse;margin:6px 0;font-variant-numeric:tabular-nums}th,td{padding:3px 8px;border-bottom:1px solid #e5e9ed;text-align:right;vertical-align:top}
+table{border-collapse:collapse;margin:6px 0;font-variant-numeric:tabular-nums}th,td{padding:3px 8px;border-bottom:1px solid #e5e9ed;text-align:right;vertical-align:top;white-space:nowrap}
+td.msg{white-space:normal;min-width:320px}
 th{background:#f6f8fa;cursor:default}table.sortable th{cursor:pointer}td.text,th.text{text-align:left}tfoot td{font-weight:600}
 .improved{color:#1a7f37}.regressed,.dropped,.fired{color:#cf222e;font-weight:600}.ns{color:#57606a}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;font-weight:600;color:#fff}.pass{background:#1a7f37}.fail{background:#cf222e}.none{background:#8c959f}
@@ -285,7 +286,7 @@ def _hacking(files: RunFiles) -> str:
         rows.append(f'<tr class="alarm"><td class="text">{escape(str(alarm.get("detector", "–")))}</td>'
                     f'<td class="text">{escape(str(alarm.get("domain_id", "–")))}</td><td class="text">{status}</td>'
                     f'<td>{fmt(alarm.get("value"))}</td><td>{fmt(alarm.get("threshold"))}</td>'
-                    f'<td class="text">{escape(str(alarm.get("message", "")))}{_examples(alarm)}</td></tr>')
+                    f'<td class="text msg">{escape(str(alarm.get("message", "")))}{_examples(alarm)}</td></tr>')
     if rows:
         parts.append('<table><thead><tr><th class="text">detector</th><th class="text">domain</th>'
                      '<th class="text">status</th><th>value</th><th>threshold</th><th class="text">message</th>'
@@ -301,7 +302,7 @@ def _examples(alarm: Mapping[str, Any]) -> str:
     for example in examples[:MAX_EXAMPLES]:
         response = str(example.get("response", ""))
         cut = f" (first {MAX_RESPONSE_CHARS} of {len(response)} characters)" if len(response) > MAX_RESPONSE_CHARS else ""
-        extra = ", ".join(f"{escape(str(k))} {escape(str(v))[:200]}" for k, v in example.items()
+        extra = ", ".join(f"{escape(str(k))} {escape(str(v)[:200])}" for k, v in example.items()
                           if k not in ("response", "reward"))  # fmt: skip
         shown.append(f'<div class="example"><span class="muted">reward {fmt(example.get("reward"))}'
                      f"{'; ' + extra if extra else ''}{cut}</span>"
@@ -314,10 +315,15 @@ def _spotcheck(files: RunFiles) -> str:
     domains = (files.agreement or {}).get("domains")
     if not isinstance(domains, dict):
         return '<p class="muted">no spotcheck/agreement.json in the run directory</p>'
-    rows = "".join(
-        f'<tr><td class="text">{escape(str(d))}</td><td>{escape(str(e.get("n", "–")))}</td>'
-        f'<td>{fmt(e.get("agreement"))}</td><td>{interval(e.get("ci_low"), e.get("ci_high"))}</td></tr>'
-        for d, e in domains.items() if isinstance(e, dict))  # fmt: skip
-    return ('<p class="muted">How often a second grader agreed with the domain\'s verifier on sampled '
-            'responses, with 95% intervals.</p><table class="sortable"><thead><tr><th class="text">domain</th>'
-            f"<th>n</th><th>agreement</th><th>95% CI</th></tr></thead><tbody>{rows}</tbody></table>")
+
+    def row(name: str, e: Mapping[str, Any]) -> str:
+        return (f'<tr><td class="text">{escape(name)}</td><td>{escape(str(e.get("n", "–")))}</td>'
+                f'<td>{fmt(e.get("agreement"))}</td><td>{interval(e.get("ci_low"), e.get("ci_high"))}</td></tr>')
+
+    rows = "".join(row(str(d), e) for d, e in domains.items() if isinstance(e, dict))
+    overall = files.agreement.get("overall") if files.agreement else None
+    foot = f"<tfoot>{row('all domains', overall)}</tfoot>" if isinstance(overall, dict) else ""
+    return ('<p class="muted">Spot checks: how often the reviewers\' verdicts agreed with the verifier\'s on '
+            'the responses they reviewed, with 95% intervals.</p><table class="sortable"><thead><tr>'
+            '<th class="text">domain</th><th>n</th><th>agreement</th><th>95% CI</th></tr></thead>'
+            f"<tbody>{rows}</tbody>{foot}</table>")

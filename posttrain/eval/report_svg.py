@@ -154,7 +154,7 @@ def _fill(value: float) -> tuple[str, str]:
 
 
 def heat_map(rows: Sequence[str], columns: Sequence[str], cells: dict[tuple[str, str], Cell],
-             cell_width: int = 92, cell_height: int = 34, label_width: int = 120) -> str:  # fmt: skip
+             cell_width: int = 124, cell_height: int = 34, label_width: int = 120) -> str:  # fmt: skip
     """A rows x columns grid coloured by value; missing cells are blank. Labels are escaped."""
     header = 44
     width = label_width + cell_width * len(columns) + 4

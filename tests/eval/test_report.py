@@ -33,7 +33,8 @@ from tests.fakes.run_dir import (
 
 
 class SummaryRows(HTMLParser):
-    """The summary table's rows: `data-domain` (or `data-mean`) -> {cell class: text}."""
+    """The summary table's rows: `data-domain` (or `data-mean`) -> {cell class: text, and
+    `<class>@sort`: the cell's `data-sort`, the unrounded number}."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -52,6 +53,8 @@ class SummaryRows(HTMLParser):
         elif tag == "td" and self._row is not None:
             self._cell = (found.get("class") or "").split(" ")[-1]
             self._row.setdefault(self._cell, "")
+            if found.get("data-sort") is not None:
+                self._row[f"{self._cell}@sort"] = found["data-sort"] or ""
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "td":
@@ -75,14 +78,14 @@ def check_summary_numbers(rows: dict[str, dict[str, str]], summary: dict[str, An
     assert set(summary["domains"]) <= set(rows)
     for domain, entry in summary["domains"].items():
         row = rows[domain]
-        assert float(row["base"]) == pytest.approx(entry["base_reward"], abs=5e-4)
-        assert float(row["final"]) == pytest.approx(entry["final_reward"], abs=5e-4)
-        assert float(row["delta"]) == pytest.approx(entry["delta_reward"], abs=5e-4)
+        for cell, key in (("base", "base_reward"), ("final", "final_reward"), ("delta", "delta_reward")):
+            assert float(row[f"{cell}@sort"]) == entry[key]  # the summary's own number, unrounded
+            assert row[cell] == (f"{entry[key]:+.3f}" if cell == "delta" else f"{entry[key]:.3f}")  # shown
         assert row["n"] == str(entry["num_paired"])
         assert row["verdict"].startswith(entry["verdict"])
-    trained = rows["mean, trained"]
-    assert float(trained["delta"]) == pytest.approx(summary["mean_delta"]["delta"], abs=5e-4)
-    assert float(rows["mean, untrained"]["final"]) == pytest.approx(summary["untrained"]["mean_final_reward"], abs=5e-4)
+    assert rows["mean, trained"]["delta"] == f"{summary['mean_delta']['delta']:+.3f}"
+    if "untrained" in summary:
+        assert rows["mean, untrained"]["final"] == f"{summary['untrained']['mean_final_reward']:.3f}"
 
 
 @pytest.fixture
@@ -128,6 +131,7 @@ def test_every_section_has_its_content(run: tuple[Path, dict[str, Any], str]) ->
     assert sections["weights"].count("<polygon") == len(TRAINED)
     assert "1 of 2 checks fired" in sections["hacking"] and "first 4000 of 5000 characters" in sections["hacking"]
     assert "0.925" in sections["spotcheck"] and "[0.850, 1.000]" in sections["spotcheck"]
+    assert "<td>–</td>" in sections["spotcheck"] and "all domains" in sections["spotcheck"]  # null agreement
 
 
 def test_without_the_optional_files_the_report_says_so(tmp_path: Path) -> None:
