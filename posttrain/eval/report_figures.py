@@ -16,7 +16,7 @@ from html import escape
 from itertools import accumulate
 from typing import Any
 
-from posttrain.eval.report import RunFiles
+from posttrain.eval.report_files import RunFiles
 from posttrain.eval.report_svg import Cell, Curve, Marks, class_colours, heat_map, reward_chart, stacked_area
 
 METRIC_PREFERENCE = ("reward", "pass@1", "mean_reward", "pass_rate")

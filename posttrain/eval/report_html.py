@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from posttrain.eval.report import RunFiles
 from posttrain.eval.report_figures import curves_section, heat_section, weights_section
+from posttrain.eval.report_files import RunFiles
 
 MAX_EXAMPLES = 5
 """Example responses shown per hacking alarm."""

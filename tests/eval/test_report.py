@@ -17,8 +17,9 @@ import pytest
 
 from posttrain.cli import main
 from posttrain.errors import UsageError
-from posttrain.eval.report import read_run, write_report
+from posttrain.eval.report import write_report
 from posttrain.eval.report_figures import moving_average
+from posttrain.eval.report_files import read_run
 from posttrain.eval.report_html import SCRIPT, fmt, interval
 from posttrain.eval.report_svg import Cell, Curve, heat_map, reward_chart, stacked_area
 from tests.fakes.run_dir import (
@@ -210,7 +211,7 @@ def test_svg_skips_what_is_not_finite_and_escapes_labels() -> None:
 
 
 def test_the_report_and_its_command_load_no_torch() -> None:
-    code = ("import sys; import posttrain.eval.report, posttrain.eval.report_html; from posttrain.cli import "
+    code = ("import sys; import posttrain.eval.report; from posttrain.cli import "
             "build_parser; build_parser(); print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('torch', 'wandb', 'mlflow', 'matplotlib'))))")
     out = subprocess.run([sys.executable, "-c", "import json; " + code], capture_output=True, text=True,
