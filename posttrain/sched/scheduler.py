@@ -268,7 +268,7 @@ def drive(scheduler: Scheduler, items: Sequence[WorkItem], workers: WorkerSet,
             capacity = workers.num_workers * scheduler.config.max_in_flight_per_worker
             for attempt in scheduler.start(now, capacity):
                 _submit(scheduler, workers, attempt, futures, done, clock)
-            _wait_and_settle(scheduler, done, futures, clock)
+            _wait_and_settle(scheduler, done, futures, clock, now)
             for attempt in scheduler.expire(clock()):
                 futures.pop((attempt.job_id, attempt.attempt)).cancel()
     finally:
@@ -319,11 +319,15 @@ def _submit(scheduler: Scheduler, workers: WorkerSet, attempt: Attempt,
 
 
 def _wait_and_settle(scheduler: Scheduler, done: queue.SimpleQueue[tuple[str, int, Future[Any]]],
-                     futures: dict[tuple[str, int], Future[Any]], clock: Callable[[], float]) -> None:
-    """Block until a result arrives or something falls due, then settle every result that has arrived."""
-    wake = scheduler.next_wake_s(clock())
+                     futures: dict[tuple[str, int], Future[Any]], clock: Callable[[], float],
+                     started_at_s: float) -> None:
+    """Block until a result arrives or something falls due, then settle every result that has arrived.
+
+    `started_at_s` is the time `start` last ran at: a retry due after it is a reason to wake, even if
+    it is already due by the clock now."""
+    wake = scheduler.next_wake_s(started_at_s)
     if scheduler.scaling is not None:
-        tick = clock() + scheduler.scaling.config.interval_s
+        tick = started_at_s + scheduler.scaling.config.interval_s
         wake = tick if wake is None else min(wake, tick)
     if wake is None and not futures:
         raise RuntimeError("scheduler stalled: jobs open but nothing queued, running or due")

@@ -153,3 +153,22 @@ def test_the_scaling_policy_resizes_the_worker_set() -> None:
 def test_job_ids_must_be_unique() -> None:
     with pytest.raises(ValueError):
         run_jobs([item("j"), item("j")], InlineWorkerSet(lambda w: None), SchedConfig())
+
+
+def test_a_retry_falling_due_between_two_clock_reads_is_not_a_stall() -> None:
+    ticks = iter(range(10_000))
+
+    def clock() -> float:  # every read is 0.2 s after the one before
+        return 0.2 * next(ticks)
+
+    failed: set[str] = set()
+
+    def fail_once(work: WorkItem) -> str:
+        if work.job_id not in failed:
+            failed.add(work.job_id)
+            raise InfraFailure("worker died")
+        return "done"
+
+    retry = RetryPolicy(max_attempts=2, backoff_s=0.5, jitter=0.0)
+    [outcome] = run_jobs([item("j")], InlineWorkerSet(fail_once), SchedConfig(retry=retry), clock=clock)
+    assert (outcome.status, outcome.value, outcome.attempts) == ("ok", "done", 2)
