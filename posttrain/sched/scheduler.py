@@ -288,7 +288,7 @@ class _Waiting:
 
     def admit_into(self, scheduler: Scheduler) -> None:
         depth = scheduler.queue.depth_by_domain()
-        while self._by_domain and scheduler.can_admit():
+        while self._by_domain:  # until the queue refuses one (counted in `stats.refused`)
             domain = min(self._by_domain, key=lambda d: depth.get(d, 0))
             pending = self._by_domain[domain]
             if not scheduler.admit(pending[0]):
