@@ -168,6 +168,18 @@ class EvalConfig(StrictModel):
     """k sampled responses per eval task at the rollout temperature, for pass@1 and pass@k (0: greedy only)."""
 
 
+class SampleLogConfig(StrictModel):
+    """Graded samples kept in `RUN_DIR/samples.jsonl` for reward-hacking checks and spot checks
+    (`posttrain.eval.sample_log`; docs/hacking.md)."""
+
+    per_domain_per_step: int = Field(4, ge=0)
+    """Samples logged per domain and step, drawn seeded and spread over the domain's groups (0: off)."""
+    max_chars: int = Field(2000, ge=64)
+    """Longest response kept; a longer one keeps its head and tail."""
+    prompt_chars: int = Field(400, ge=0)
+    """Prompt excerpt kept per sample (head and tail; 0: none)."""
+
+
 class TrainConfig(StrictModel):
     """A whole RL run."""
 
@@ -211,6 +223,8 @@ class TrainConfig(StrictModel):
     """Save a checkpoint every N steps (0: only at the end)."""
     dist: DistConfig = Field(default_factory=DistConfig)
     """Where the stages run (local or Ray actor pools) and whether generation overlaps learning."""
+    log_samples: SampleLogConfig = Field(default_factory=SampleLogConfig)
+    """Graded samples logged per domain and step to `samples.jsonl` (reward-hacking checks, spot checks)."""
 
     @model_validator(mode="before")
     @classmethod

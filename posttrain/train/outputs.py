@@ -1,7 +1,9 @@
 """A run directory's contents: resolved config, metrics, evals, checkpoints, summary and plots.
 
 Layout: `config.yaml` (the resolved config), `metrics.jsonl` (one line per step: global metrics and
-`domain/<id>/<metric>`), `eval_<label>.json`, `checkpoints/step_<n>/`, `summary.json` and
+`domain/<id>/<metric>`), `samples.jsonl` (a few graded samples per domain and step,
+`posttrain.eval.sample_log`; off with `log_samples.per_domain_per_step: 0`), `eval_<label>.json`,
+`checkpoints/step_<n>/`, `summary.json` and
 `plots/{reward,mixture}.png` (`posttrain.train.plots`). TensorBoard scalars are written too when
 `tensorboard` is installed; `tracking:` selects W&B and MLflow as well (`posttrain.train.tracking`).
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +21,12 @@ import yaml
 
 from posttrain.curriculum import DomainStats
 from posttrain.eval.evaluate import DomainEval
+from posttrain.eval.sample_log import SAMPLES_FILE, sample_records
 from posttrain.eval.sampled import SampledEval
 from posttrain.eval.stats import NUM_RESAMPLES, paired, paired_mean_of_domains
 from posttrain.train.config import TrainConfig
 from posttrain.train.tracking import Tracker, build_trackers, summary_values
+from posttrain.types import Group
 
 
 class Outputs:
@@ -42,6 +46,9 @@ class Outputs:
         self._trackers: list[Tracker] = build_trackers(config.tracking, run_dir, config.model_dump(mode="json"))
         """Each step's numeric row and the summary's numbers go to these too (`tracking:`)."""
         self._metrics = (run_dir / "metrics.jsonl").open("a", encoding="utf-8")
+        self.sample_log = config.log_samples
+        logging = self.sample_log.per_domain_per_step > 0
+        self._samples = (run_dir / SAMPLES_FILE).open("a", encoding="utf-8") if logging else None
         self._start_s = time.perf_counter()
         self._last_s = self._start_s
         self._train_s = 0.0
@@ -85,6 +92,16 @@ class Outputs:
         for tracker in self._trackers:
             tracker.log(step + 1, numeric)
         self._progress.update(step + 1, row)
+
+    def log_samples(self, step: int, groups: Sequence[Group], verifier_of: Callable[[str], Any]) -> None:
+        """Append the step's logged samples (`posttrain.eval.sample_log.sample_records`) to samples.jsonl."""
+        if self._samples is None:
+            return
+        cfg = self.sample_log
+        for record in sample_records(step, groups, cfg.per_domain_per_step, cfg.max_chars, cfg.prompt_chars,
+                                     self.seed, verifier_of):  # fmt: skip
+            self._samples.write(json.dumps(record.to_dict(), ensure_ascii=False) + "\n")
+        self._samples.flush()
 
     def write_eval(self, label: str, result: dict[str, DomainEval]) -> None:
         doc = {d: r.to_dict() for d, r in result.items()}
@@ -150,6 +167,8 @@ class Outputs:
         for tracker in self._trackers:
             tracker.close()
         self._trackers = []
+        if self._samples is not None:
+            self._samples.close()
 
 
 UNTRAINED_DROP = 0.02

@@ -96,6 +96,7 @@ class Run:
             return extra
 
         kept, report = fill_informative_groups(groups, draw, len(groups), self.config.filter)
+        self.outputs.log_samples(step, graded, self.pool.registry.verifier_config)
         summary = {
             "filtered_fraction": report.fraction_filtered,
             "extra_groups": float(report.num_extra_drawn),
