@@ -147,7 +147,7 @@ class CitationsVerifier:
         per_field: dict[str, dict[str, float]] = {}
         all_cites: set[str] = set()
         for name, field in gold.fields.items():
-            value, cites = _field_value(obj.get(name))
+            value, cites = field_value(obj.get(name))
             accuracy = 1.0 if answer_matches(field, value) else 0.0
             quality = citation_quality(cites, field.evidence)
             rewards.append(self._mix(accuracy, quality))
@@ -179,7 +179,7 @@ def _gold_of(task: Task) -> CitationGold:
         raise GoldError(f"not a citations gold record: {exc.errors()[0]['msg']}") from None
 
 
-def _field_value(raw: object) -> tuple[str | None, frozenset[str]]:
+def field_value(raw: object) -> tuple[str | None, frozenset[str]]:
     """A json field's value as text and its cite keys: `{"value": v, "cite": "§2"}` or a bare value."""
     cites: frozenset[str] = frozenset()
     if isinstance(raw, dict):

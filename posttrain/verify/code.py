@@ -18,7 +18,8 @@ Failure attribution: a wrong answer, a syntax error, a crash, a timeout, running
 that leaves no verdict is a model failure (reward 0, or the fraction of tests passed with
 `partial_credit`); a `sandbox_error`, a pool that cannot start, gold the harness cannot run, or a harness
 bug is `Score.infra`. Details: `status`, `tests_passed`, `tests_total`, `tests` (one status per test),
-`run` (the sandbox status of the run) and `note`.
+`run` (the sandbox status of the run), `note`, and `stray_output_lines` when lines other than the
+verdict reached the harness's verdict channel (only the harness writes there: a tamper sign).
 Not here: the task families (`posttrain.tasks`), retries of infra scores (the reward stage).
 """
 
@@ -250,13 +251,16 @@ class CodeTestsVerifier:
         if result.status == "sandbox_error":
             return Score.infra(f"sandbox error: {result.error}"[:500])
         verdict = _verdict(result, nonce)
+        stray = _stray_lines(result, nonce)
+        extra = {"stray_output_lines": stray} if stray else {}
         if verdict is None:
             status = _NO_VERDICT.get(result.status, "no_verdict")
-            return tests_score(status, ["error"] * sum(is_test), self.config.partial_credit, run=result.status)
+            return tests_score(status, ["error"] * sum(is_test), self.config.partial_credit, run=result.status,
+                               **extra)  # fmt: skip
         status, tests, note = verdict
         if status == "harness_error":
             return Score.infra(f"code harness: {note}"[:500])
-        return tests_score(status, tests, self.config.partial_credit, run=result.status, note=note)
+        return tests_score(status, tests, self.config.partial_credit, run=result.status, note=note, **extra)
 
     async def _score_io(self, pool: SandboxPool, gold: dict[str, Any], code: str) -> Score:
         prompt = gold.get("prompt", "")
@@ -285,6 +289,14 @@ def _case_status(result: ExecResult, expected: str) -> str:
     if result.stdout_bytes > len(result.stdout):
         return "fail"  # cut to head and tail: longer than any expected output we keep
     return "pass" if normalize_output(result.stdout.decode("utf-8", "replace")) == normalize_output(expected) else "fail"
+
+
+def _stray_lines(result: ExecResult, nonce: str) -> int:
+    """Non-empty lines on the verdict channel besides this run's verdict: only the harness parent writes
+    there (the program's stdout is /dev/null), so any such line was written by a program that reached
+    the channel some other way (e.g. through /proc), a tamper sign in `details["stray_output_lines"]`."""
+    lines = result.stdout.decode("ascii", "replace").splitlines()
+    return sum(1 for line in lines if line.strip() and not line.startswith(nonce + " "))
 
 
 def _verdict(result: ExecResult, nonce: str) -> tuple[str, list[str], str] | None:

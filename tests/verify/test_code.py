@@ -150,6 +150,7 @@ def test_a_sandbox_error_is_infra_and_a_run_without_verdict_is_the_models() -> N
                    ExecResult(status="memory_limit"), ExecResult(status="runtime_error", signal=9)):  # fmt: skip
         score = grade(result)
         assert (score.reward, score.error, score.details["tests_total"]) == (0.0, ErrorKind.MODEL, 3)
+        assert score.details.get("stray_output_lines", 0) == (1 if result.stdout else 0)  # a line not ours
 
 
 # ------------------------------------------------------------------ in the sandbox
