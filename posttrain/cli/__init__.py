@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "posttrain.cli.bench",  # bench
     "posttrain.cli.terminal",  # tasks (terminal task packages)
     "posttrain.cli.report",  # report
+    "posttrain.cli.hacking",  # hacking, spotcheck
 )
 
 
