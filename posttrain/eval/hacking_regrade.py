@@ -125,7 +125,11 @@ def regrade(
     picked = [s for s in picked if not s.is_cut]
     out: list[Regraded] = []
     for domain_id, items in by_domain(picked, lambda s: s.domain_id).items():
-        config = verifier_of(domain_id)
+        try:
+            config = verifier_of(domain_id)
+        except Exception:  # noqa: BLE001 - a domain the run's config no longer has
+            skipped["domain not in the run's registry"] += len(items)
+            continue
         regrader = regraders.get(config.kind)
         if regrader is None:
             skipped[f"no second verifier for {config.kind}"] += len(items)
@@ -137,7 +141,12 @@ def regrade(
                 kept.append(sample)
             except Exception:  # noqa: BLE001 - a task that cannot be rebuilt is left out, and counted
                 skipped["task not rebuilt"] += 1
-        for sample, score in zip(kept, regrader(pairs, config, seed), strict=True):
+        try:
+            scores = regrader(pairs, config, seed)
+        except Exception as exc:  # noqa: BLE001 - a broken second verifier leaves its domain unchecked
+            skipped[f"second verifier failed ({type(exc).__name__})"] += len(kept)
+            continue
+        for sample, score in zip(kept, scores, strict=True):
             if score is None or score.is_infra_failure:
                 skipped["no second opinion"] += 1
             else:

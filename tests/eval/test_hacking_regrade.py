@@ -54,14 +54,21 @@ def test_regrade_counts_what_it_leaves_out() -> None:
         return Task(id=task_id, domain_id=task_id.split("#")[0], prompt="p")
 
     def verifier_of(domain_id: str) -> VerifierConfig:
-        return ReasoningGymConfig(dataset="x") if domain_id == "gym/x/y" else ExactConfig()
+        configs: dict[str, VerifierConfig] = {"a/b/c": ExactConfig(), "gym/x/y": ReasoningGymConfig(dataset="x"),
+                                              "n/x/y": NumericConfig()}  # fmt: skip
+        return configs[domain_id]
+
+    def broken(items: Sequence[tuple[Task, str]], config: VerifierConfig, seed: int) -> list[Score | None]:
+        raise RuntimeError("bug")
 
     samples = [_sample(0), _sample(1, "none"), _sample(2, "infra"), _sample(3, cut=True), _sample(4),
-               _sample(5, domain="gym/x/y")]  # fmt: skip
-    regraded, skipped = regrade(samples, task_of, verifier_of, fraction=1.0, regraders={"exact": fake})
+               _sample(5, domain="gym/x/y"), _sample(6, domain="gone/x/y"), _sample(7, domain="n/x/y")]  # fmt: skip
+    regraded, skipped = regrade(samples, task_of, verifier_of, fraction=1.0,
+                                regraders={"exact": fake, "numeric": broken})  # fmt: skip
     assert [(r.sample.step, r.second_passed, r.second_reward) for r in regraded] == [(0, False, 0.0)]
     assert skipped == {"response cut in the log": 1, "task not rebuilt": 1, "no second opinion": 2,
-                       "no second verifier for reasoning_gym": 1}  # fmt: skip
+                       "no second verifier for reasoning_gym": 1, "domain not in the run's registry": 1,
+                       "second verifier failed (RuntimeError)": 1}  # fmt: skip
 
 
 def _second(kind_config: VerifierConfig, gold: object, response: str) -> tuple[bool, bool]:
