@@ -27,6 +27,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from typing import Any
 
 from posttrain.eval.hacking_stats import wilson_interval
@@ -129,8 +130,6 @@ class EvalReward:
 
 def is_canary_domain(domain_id: str, patterns: Collection[str] = ()) -> bool:
     """A domain of a `canary` family (`code/canary/impossible`), or one matching a given glob pattern."""
-    from fnmatch import fnmatchcase
-
     try:
         family = TaxonomyPath.parse(domain_id).family
     except ValueError:
