@@ -73,12 +73,14 @@ class Regraded:
     second_passed: bool
 
 
+EXAMPLE_FIELDS = ("step", "task_id", "group_index", "num_tokens", "reward", "passed", "details")
+"""The logged-sample fields an alarm example keeps (its domain is the alarm's)."""
+
+
 def example(sample: LoggedSample, **extra: Any) -> dict[str, Any]:
-    """A sample as an alarm example: its fields, the response cut to `EXAMPLE_CHARS`, plus `extra`."""
+    """A sample as an alarm example: `EXAMPLE_FIELDS`, the response cut to `EXAMPLE_CHARS`, plus `extra`."""
     data = sample.to_dict()
-    data["response"] = sample.response[:EXAMPLE_CHARS]
-    data.pop("prompt", None)
-    return {**data, **extra}
+    return {**{key: data[key] for key in EXAMPLE_FIELDS}, "response": sample.response[:EXAMPLE_CHARS], **extra}
 
 
 def by_domain(items: Iterable[Any], domain_of: Callable[[Any], str]) -> dict[str, list[Any]]:
