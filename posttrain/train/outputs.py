@@ -6,12 +6,16 @@ Layout: `config.yaml` (the resolved config), `metrics.jsonl` (one line per step:
 `checkpoints/step_<n>/`, `summary.json` and
 `plots/{reward,mixture}.png` (`posttrain.train.plots`). TensorBoard scalars are written too when
 `tensorboard` is installed; `tracking:` selects W&B and MLflow as well (`posttrain.train.tracking`).
+A resumed run first rewinds `metrics.jsonl` to its checkpoint's step, so the steps it redoes (those
+after the last checkpoint of a run that was killed) appear once there (`samples.jsonl`'s reader keeps
+the last record of a sample written twice instead).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -103,6 +107,16 @@ class Outputs:
             self._samples.write(json.dumps(record.to_dict(), ensure_ascii=False) + "\n")
         self._samples.flush()
 
+    def rewind(self, step: int) -> None:
+        """Forget the metrics rows of steps after `step` (and a torn last line): a resumed run redoes them."""
+        self._metrics.close()
+        path = self.run_dir / "metrics.jsonl"
+        kept = [line for line in path.read_text(encoding="utf-8").splitlines() if _row_step(line) <= step]
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+        os.replace(tmp, path)
+        self._metrics = path.open("a", encoding="utf-8")
+
     def write_eval(self, label: str, result: dict[str, DomainEval]) -> None:
         doc = {d: r.to_dict() for d, r in result.items()}
         (self.run_dir / f"eval_{label}.json").write_text(json.dumps(doc, indent=2))
@@ -169,6 +183,14 @@ class Outputs:
         self._trackers = []
         if self._samples is not None:
             self._samples.close()
+
+
+def _row_step(line: str) -> float:
+    """The step of a metrics row; infinity for a line that is not one (torn by a kill mid-write)."""
+    try:
+        return float(json.loads(line)["step"])
+    except (ValueError, KeyError, TypeError):
+        return math.inf
 
 
 UNTRAINED_DROP = 0.02

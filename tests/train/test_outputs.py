@@ -91,3 +91,16 @@ def test_untrained_domains_are_reported_apart_and_a_real_drop_is_flagged(tmp_pat
 def test_eval_round_trips_through_json() -> None:
     result = _eval("a/b/c", {"t0": 1.0, "t1": 0.0})
     assert DomainEval.from_dict(json.loads(json.dumps(result.to_dict()))) == result
+
+
+def test_rewind_keeps_rows_up_to_the_step_and_drops_a_torn_line(tmp_path: Path) -> None:
+    outputs = Outputs(tmp_path, TrainConfig(), ["math/x/a"])
+    path = tmp_path / "metrics.jsonl"
+    rows = [json.dumps({"step": s, "loss": s / 10}) for s in (1, 2, 3, 4)]
+    path.write_text("\n".join(rows) + '\n{"step": 5, "lo')  # killed in the middle of writing step 5
+    outputs.rewind(2)  # resumed from the checkpoint after step 2: steps 3 and 4 are redone
+    outputs.log_step(2, {"loss": 0.7}, {}, {}, {}, 0)  # step index 2 is row 3
+    outputs.close()
+    steps = [json.loads(line)["step"] for line in path.read_text().splitlines()]
+    assert steps == [1, 2, 3]
+    assert json.loads(path.read_text().splitlines()[-1])["loss"] == 0.7
