@@ -23,6 +23,7 @@ BENCHMARKS: dict[str, str] = {
     "gamedev": "posttrain.bench.gamedev",
     "cad": "posttrain.bench.cad",
     "knowledge": "posttrain.bench.knowledge",
+    "async": "posttrain.bench.async_mode",
 }
 ALL = ("sandbox", "curriculum", "rollout", "pipeline", "agents", "terminal", "code", "update", "gamedev", "cad",
        "knowledge")
