@@ -3,7 +3,8 @@
 Plain pydantic; importing it loads neither Ray nor torch. `backend: local` (the default) runs every
 stage in this process; `backend: ray` runs rollout and reward workers as Ray actor pools.
 `mode: sync` (the default) is exact: each step's samples come from the weights of the step before.
-`mode: async` lets generation run ahead of the learner by at most `max_staleness` policy versions.
+`mode: async` makes the next step's samples while the learner updates (docs/async.md); samples more
+than `max_staleness` policy versions behind the learner are dropped or down-weighted (`stale`).
 """
 
 from __future__ import annotations
