@@ -305,6 +305,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=None, help="timed steps per side and round")
     parser.add_argument("--rounds", type=int, default=None, help="posttrain/TRL alternations")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default 2)")
+    parser.add_argument("--tasks-per-step", type=int, default=None, help="prompts per step (x group size 8)")
     parser.add_argument("--model", choices=("tiny", "smollm2"), default="tiny",
                         help="tiny random Qwen2 (default) or SmolLM2-135M-Instruct with LoRA")
     return parser.parse_args(argv)
@@ -314,7 +315,7 @@ def main(argv: list[str]) -> int:
     args = parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     settings = default_settings(args.model, args.quick)
-    flags = {"steps": args.steps, "rounds": args.rounds, "threads": args.threads}
+    flags = {"steps": args.steps, "rounds": args.rounds, "threads": args.threads, "tasks_per_step": args.tasks_per_step}
     updates = {k: v for k, v in flags.items() if v is not None}
     settings = PipelineSettings.model_validate({**settings.model_dump(), **updates})
     report: dict[str, Any] = {
