@@ -1,6 +1,7 @@
 """`posttrain bench pipeline`: the RL loop's samples/s against TRL's `GRPOTrainer`, in one run.
 
-Usage: `posttrain bench pipeline [--model tiny|smollm2] [--quick] [--json] [--out DIR] [--steps N] [--rounds R]`.
+Usage: `posttrain bench pipeline [--model tiny|smollm2] [--quick] [--json] [--out DIR] [--steps N] [--rounds R]
+[--threads T] [--tasks-per-step N]`.
 Both sides train the same model (`--model tiny`: a randomly initialised Qwen2 saved once to a temporary
 directory, with a BPE tokenizer fitted on rendered arithmetic prompts; `--model smollm2`:
 SmolLM2-135M-Instruct from the directory `load_model` converts the packaged GGUF into, with LoRA adapters
