@@ -1,13 +1,18 @@
 """`posttrain bench pipeline`: the RL loop's samples/s against TRL's `GRPOTrainer`, in one run.
 
-Usage: `posttrain bench pipeline [--quick] [--json] [--out DIR] [--steps N] [--rounds R]`.
-Both sides train the same tiny randomly initialised Qwen2 (saved once to a temporary directory, with a
-BPE tokenizer fitted on rendered arithmetic prompts) on prompts from the same task pool and split, with
-the same group size, completion budget, temperature, prompts per step, reward (the numeric verifier),
-loss clip range, learning rate, micro-batch size and torch threads; no KL term, one optimisation epoch.
+Usage: `posttrain bench pipeline [--model tiny|smollm2] [--quick] [--json] [--out DIR] [--steps N] [--rounds R]
+[--threads T] [--tasks-per-step N]`.
+Both sides train the same model (`--model tiny`: a randomly initialised Qwen2 saved once to a temporary
+directory, with a BPE tokenizer fitted on rendered arithmetic prompts; `--model smollm2`:
+SmolLM2-135M-Instruct from the directory `load_model` converts the packaged GGUF into, with LoRA adapters
+and a fixed system prompt) on prompts from the same task pool and split, with the same group size,
+completion budget, temperature, prompts per step, reward (the numeric verifier), loss clip range,
+learning rate, micro-batch size, LoRA settings and torch threads; no KL term, one optimisation epoch.
 The posttrain side is the real loop (`posttrain.train.loop.train`) with filtering off and evaluation cut
-to the minimum; its rate comes from the per-step wall times in `metrics.jsonl`. The TRL side times
-optimiser steps with a callback. On both sides the first step is a warm-up and is not timed, and
+to the minimum; its rate and stage times come from `metrics.jsonl` (`time/*_s`), its weight-sync times
+from a clock around the engine's `update_weights`. The TRL side (`posttrain.bench.pipeline_trl`) times
+optimiser steps with a callback and its stages by wrapping the trainer's methods. Both report samples/s,
+completion tokens/s and the median seconds per step in generate, verify, learn, sync and the rest. On both sides the first step is a warm-up and is not timed, and
 model loading and evaluation are outside the timed span. Each round runs both sides, which one goes
 first alternating; the report gives per-round rates, their medians and the ratio of the medians, plus
 the load average before and after (the figures are only comparable within one run). Writes `DIR/pipeline.json`.
@@ -27,7 +32,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -72,10 +77,40 @@ class PipelineSettings(StrictModel):
     """MLP width."""
     seed: int = 0
     """Seed for the model, the prompts and sampling."""
+    model: Literal["tiny", "smollm2"] = "tiny"
+    """tiny: the random Qwen2 above, built per run; smollm2: SmolLM2-135M-Instruct from the packaged GGUF."""
+    system_prompt: str | None = None
+    """System message before every prompt (None: none, or the chat template's default)."""
+    lora_rank: int | None = None
+    """LoRA rank on every linear layer but the head, on both sides; None trains all weights."""
+    lora_alpha: int = 32
+    """LoRA scaling numerator (the update is scaled by alpha / rank)."""
 
     @property
     def samples_per_step(self) -> int:
         return self.group_size * self.tasks_per_step
+
+
+SYSTEM_PROMPT = (
+    "You are a careful maths tutor who helps students check their homework. For every question, first "
+    "restate the numbers involved and the operation that is asked for. Then work through the calculation "
+    "one step at a time, writing down each intermediate result on its own line, carrying digits "
+    "explicitly where needed. When the question has several operations, follow the usual order of "
+    "operations and say which one you are doing. Finally, double-check the result by estimating it, and "
+    "end with a line of the form 'Answer: <number>'."
+)
+"""The smollm2 runs' fixed system message: realistic instructions that bring a chat-templated arithmetic
+prompt to about 128 SmolLM2 tokens and ask for worked answers, so completions run long."""
+
+
+def default_settings(model: str, quick: bool) -> PipelineSettings:
+    """The defaults for `model` (`--quick`: 2 timed steps, 1 round)."""
+    if model == "tiny":
+        return PipelineSettings(steps=2, rounds=1) if quick else PipelineSettings()
+    return PipelineSettings(
+        model="smollm2", system_prompt=SYSTEM_PROMPT, lora_rank=16, lora_alpha=32, lr=1e-4,
+        tasks_per_step=4, max_new_tokens=128, micro_batch_size=8, steps=2 if quick else 3, rounds=1 if quick else 2,
+    )
 
 
 def domains_config(settings: PipelineSettings) -> Any:
@@ -87,8 +122,14 @@ def domains_config(settings: PipelineSettings) -> Any:
 
 
 def build_model_dir(settings: PipelineSettings, pool: Any, out_dir: Path) -> Path:
-    """Save a tiny random Qwen2 and a tokenizer fitted on rendered train prompts to `out_dir`."""
+    """The model directory both sides load: SmolLM2's converted HF directory (cached by `load_model`), or a
+    tiny random Qwen2 and a tokenizer fitted on rendered train prompts, saved to `out_dir`."""
     import random
+
+    if settings.model == "smollm2":
+        from posttrain.train.models import smollm2_hf_dir
+
+        return smollm2_hf_dir()
 
     from posttrain.train.base_model import train_tokenizer
     from posttrain.train.models import TinyModelConfig, tiny_random
@@ -121,10 +162,13 @@ def rate_from_step_times(ends_s: Sequence[float], samples_per_step: int, warmup_
 
 
 def run_posttrain(settings: PipelineSettings, model_dir: Path, run_dir: Path) -> dict[str, Any]:
-    """One run of the real loop; the rate comes from the step rows of its `metrics.jsonl`."""
+    """One run of the real loop: step end times, stage times and completion tokens from its `metrics.jsonl`;
+    weight-sync times from a clock around the engine's `update_weights`."""
+    from posttrain.rollout.engine.engine import NativeEngine
     from posttrain.train.config import TrainConfig
     from posttrain.train.loop import train
 
+    lora = {"r": settings.lora_rank, "alpha": settings.lora_alpha} if settings.lora_rank else None
     config = TrainConfig.model_validate({
         "seed": settings.seed,
         "steps": settings.warmup_steps + settings.steps,
@@ -133,88 +177,69 @@ def run_posttrain(settings: PipelineSettings, model_dir: Path, run_dir: Path) ->
         "model": {"path": str(model_dir)},
         "domains": domains_config(settings).model_dump(),
         "rollout": {"group_size": settings.group_size, "max_new_tokens": settings.max_new_tokens,
-                    "temperature": settings.temperature},
+                    "temperature": settings.temperature, "system_prompt": settings.system_prompt},
         "filter": {"enabled": False},
         "policy": {"lr": settings.lr, "micro_batch_size": settings.micro_batch_size,
-                   "temperature": settings.temperature, "epochs": 1,
+                   "temperature": settings.temperature, "epochs": 1, "lora": lora,
                    "loss": {"clip_low": 0.2, "clip_high": 0.28, "kl_beta": 0.0}},
         "eval": {"tasks_per_domain": 1, "max_new_tokens": 1},
     })
-    train(config, run_dir, log=lambda message: print(message, file=sys.stderr))
+    sync_s: list[float] = []
+    original = NativeEngine.update_weights
+
+    def timed_sync(engine: NativeEngine, *args: Any, **kwargs: Any) -> None:
+        start = time.perf_counter()
+        original(engine, *args, **kwargs)
+        sync_s.append(time.perf_counter() - start)
+
+    NativeEngine.update_weights = timed_sync  # type: ignore[method-assign,assignment]
+    try:
+        train(config, run_dir, log=lambda message: print(message, file=sys.stderr))
+    finally:
+        NativeEngine.update_weights = original  # type: ignore[method-assign]
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line]
-    samples = [sum(v for k, v in row.items() if k.startswith("domain/") and k.endswith("/samples")) for row in rows]
+    samples = [_domain_sum(row, "samples") for row in rows]
     if any(n != settings.samples_per_step for n in samples):
         raise RuntimeError(f"posttrain steps graded {samples} samples, expected {settings.samples_per_step} each")
-    return rate_from_step_times([row["elapsed_s"] for row in rows], settings.samples_per_step, settings.warmup_steps)
+    stages = [{
+        "step_s": row["time/step_s"], "generate_s": row["time/generate_s"], "verify_s": row["time/verify_s"],
+        "learn_s": row["time/learn_s"], "sync_s": sync,
+        "other_s": row["time/other_s"] - sync, "completion_tokens": _domain_sum(row, "response_tokens", "samples"),
+    } for row, sync in zip(rows, sync_s, strict=True)][settings.warmup_steps:]
+    return {"ends_s": [row["elapsed_s"] for row in rows], "stages": stages}
 
 
-def trl_dataset(settings: PipelineSettings, pool: Any, num_prompts: int) -> tuple[Any, list[Any]]:
-    """A conversational dataset of train-split prompts (domains in turn) and the tasks behind its rows."""
-    import random
-
-    from datasets import Dataset
-
-    from posttrain.rollout.prompting import chat_messages
-
-    rng = random.Random(settings.seed + 1)
-    domain_ids = pool.registry.ids()
-    tasks = [pool.sample(domain_ids[i % len(domain_ids)], 1, "train", rng)[0] for i in range(num_prompts)]
-    rows = {"prompt": [chat_messages(t) for t in tasks], "task_index": list(range(num_prompts))}
-    return Dataset.from_dict(rows), tasks
+def _domain_sum(row: dict[str, Any], metric: str, times: str | None = None) -> float:
+    """Sum over domains of `domain/<id>/<metric>` (times `domain/<id>/<times>` when given)."""
+    out = 0.0
+    for key, value in row.items():
+        if key.startswith("domain/") and key.endswith(f"/{metric}"):
+            out += value * (row[key.removesuffix(metric) + times] if times else 1.0)
+    return out
 
 
-def verifier_reward(pool: Any, tasks: list[Any]) -> Any:
-    """TRL reward function: the domains' verifiers on each completion's text, inline (in-process)."""
-    from posttrain.verify import ExecutorConfig
-
-    grader = pool.registry.grader(ExecutorConfig(num_workers=0))
-
-    def reward(prompts: list[Any], completions: list[Any], task_index: list[int], **_: Any) -> list[float]:
-        texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
-        pairs = [(tasks[i], text) for i, text in zip(task_index, texts, strict=True)]
-        return [score.reward for score in grader.grade(pairs)]
-
-    reward.__name__ = "verifier"
-    return reward
-
-
-def run_trl(settings: PipelineSettings, model_dir: Path, pool: Any, out_dir: Path) -> dict[str, Any]:
-    """One `GRPOTrainer.train()`; optimiser-step end times are taken by a callback."""
-    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast, TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer
-
-    num_steps = settings.warmup_steps + settings.steps
-    dataset, tasks = trl_dataset(settings, pool, num_steps * settings.tasks_per_step)
-    ends_s: list[float] = []
-
-    class StepClock(TrainerCallback):  # type: ignore[misc]
-        def on_step_end(self, *args: Any, **kwargs: Any) -> None:
-            ends_s.append(time.perf_counter())
-
-    args = GRPOConfig(
-        output_dir=str(out_dir), use_cpu=True, report_to="none", save_strategy="no", logging_strategy="no",
-        disable_tqdm=True, seed=settings.seed, max_steps=num_steps, learning_rate=settings.lr,
-        lr_scheduler_type="constant", warmup_steps=0, weight_decay=0.0, max_grad_norm=1.0,
-        per_device_train_batch_size=settings.micro_batch_size,
-        gradient_accumulation_steps=settings.samples_per_step // settings.micro_batch_size,
-        num_generations=settings.group_size, max_completion_length=settings.max_new_tokens,
-        temperature=settings.temperature, beta=0.0, num_iterations=1, epsilon=0.2, epsilon_high=0.28,
-        loss_type="dapo", dataloader_num_workers=0,
-    )
-    model = AutoModelForCausalLM.from_pretrained(str(model_dir), local_files_only=True)
-    tokenizer = PreTrainedTokenizerFast.from_pretrained(str(model_dir), local_files_only=True)
-    trainer = GRPOTrainer(model=model, reward_funcs=verifier_reward(pool, tasks), args=args,
-                          train_dataset=dataset, processing_class=tokenizer, callbacks=[StepClock()])
-    trainer.train()
-    if len(ends_s) != num_steps:
-        raise RuntimeError(f"TRL ran {len(ends_s)} optimiser steps, expected {num_steps}")
-    return rate_from_step_times(ends_s, settings.samples_per_step, settings.warmup_steps)
+def side_result(settings: PipelineSettings, raw: dict[str, Any]) -> dict[str, Any]:
+    """Samples/s and completion tokens/s over the timed steps, and the median of each stage's seconds."""
+    stages = raw["stages"]
+    result = rate_from_step_times(raw["ends_s"], settings.samples_per_step, settings.warmup_steps)
+    tokens = sum(row["completion_tokens"] for row in stages)
+    span_s = result["timed_steps"] * settings.samples_per_step / result["samples_per_s"]
+    result["completion_tokens_per_s"] = tokens / span_s
+    result["mean_completion_tokens"] = tokens / (len(stages) * settings.samples_per_step)
+    keys = ("step_s", "generate_s", "verify_s", "learn_s", "sync_s", "other_s")
+    result["median_stage_s"] = {key: statistics.median(row[key] for row in stages) for key in keys}
+    result["steps"] = stages
+    if raw.get("prompt_tokens"):
+        result["mean_prompt_tokens"] = statistics.mean(raw["prompt_tokens"])
+    return result
 
 
 def run_side(name: str, settings: PipelineSettings, model_dir: Path, pool: Any, run_dir: Path) -> dict[str, Any]:
+    from posttrain.bench.pipeline_trl import run_trl
+
     if name == "posttrain":
-        return run_posttrain(settings, model_dir, run_dir)
-    return run_trl(settings, model_dir, pool, run_dir)
+        return side_result(settings, run_posttrain(settings, model_dir, run_dir))
+    return side_result(settings, run_trl(settings, model_dir, pool, run_dir))
 
 
 def run_rounds(settings: PipelineSettings, work_dir: Path) -> dict[str, Any]:
@@ -237,20 +262,33 @@ def run_rounds(settings: PipelineSettings, work_dir: Path) -> dict[str, Any]:
                        "ratio": posttrain["samples_per_s"] / trl["samples_per_s"]})
     ours = statistics.median(r["posttrain"]["samples_per_s"] for r in rounds)
     theirs = statistics.median(r["trl"]["samples_per_s"] for r in rounds)
+    tokens = {name: statistics.median(r[name]["completion_tokens_per_s"] for r in rounds) for name in ("posttrain", "trl")}
     return {
         "posttrain_samples_per_s": ours,
         "trl_samples_per_s": theirs,
         "ratio_posttrain_over_trl": ours / theirs,
+        "posttrain_completion_tokens_per_s": tokens["posttrain"],
+        "trl_completion_tokens_per_s": tokens["trl"],
+        "token_ratio_posttrain_over_trl": tokens["posttrain"] / tokens["trl"],
+        "median_stage_s": {name: _median_stages([r[name]["median_stage_s"] for r in rounds])
+                           for name in ("posttrain", "trl")},
         "target": {"name": "posttrain >= 2x TRL samples/s", "met": ours / theirs >= 2.0},
         "rounds": rounds,
-        "model_parameters": sum(p.numel() for p in _load_params(model_dir)),
+        "model_parameters": _num_parameters(model_dir),
     }
 
 
-def _load_params(model_dir: Path) -> list[Any]:
-    from safetensors.torch import load_file
+def _median_stages(per_round: list[dict[str, float]]) -> dict[str, float]:
+    return {key: statistics.median(stages[key] for stages in per_round) for key in per_round[0]}
 
-    return list(load_file(str(model_dir / "model.safetensors")).values())
+
+def _num_parameters(model_dir: Path) -> int:
+    import math
+
+    from safetensors import safe_open
+
+    with safe_open(str(model_dir / "model.safetensors"), framework="pt") as weights:
+        return sum(math.prod(weights.get_slice(name).get_shape()) for name in weights.keys())  # noqa: SIM118
 
 
 def versions() -> dict[str, str]:
@@ -268,14 +306,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=None, help="timed steps per side and round")
     parser.add_argument("--rounds", type=int, default=None, help="posttrain/TRL alternations")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default 2)")
+    parser.add_argument("--tasks-per-step", type=int, default=None, help="prompts per step (x group size 8)")
+    parser.add_argument("--model", choices=("tiny", "smollm2"), default="tiny",
+                        help="tiny random Qwen2 (default) or SmolLM2-135M-Instruct with LoRA")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    settings = PipelineSettings(steps=2, rounds=1) if args.quick else PipelineSettings()
-    flags = {"steps": args.steps, "rounds": args.rounds, "threads": args.threads}
+    settings = default_settings(args.model, args.quick)
+    flags = {"steps": args.steps, "rounds": args.rounds, "threads": args.threads, "tasks_per_step": args.tasks_per_step}
     updates = {k: v for k, v in flags.items() if v is not None}
     settings = PipelineSettings.model_validate({**settings.model_dump(), **updates})
     report: dict[str, Any] = {
@@ -299,6 +340,10 @@ def _print_summary(report: dict[str, Any]) -> None:
               f"TRL {result['trl']['samples_per_s']:.1f} samples/s, ratio {result['ratio']:.2f}")
     print(f"median: posttrain {report['posttrain_samples_per_s']:.1f}, TRL {report['trl_samples_per_s']:.1f}, "
           f"ratio {report['ratio_posttrain_over_trl']:.2f} (target >= 2: met={report['target']['met']})")
+    print(f"completion tokens/s: posttrain {report['posttrain_completion_tokens_per_s']:.1f}, "
+          f"TRL {report['trl_completion_tokens_per_s']:.1f}, ratio {report['token_ratio_posttrain_over_trl']:.2f}")
+    for name, stages in report["median_stage_s"].items():
+        print(f"{name} median seconds per step: " + ", ".join(f"{k.removesuffix('_s')} {v:.2f}" for k, v in stages.items()))
     print(f"load average {report['load_avg_start'][0]:.2f} -> {report['load_avg_end'][0]:.2f}")
 
 

@@ -101,6 +101,7 @@ class Run:
                                     self.pool.registry.environment, self.pool.registry.is_episodic)
         self.reward = RewardStage(parts.grader, config.reward, config.seed)
         self.replay = FailureReplay(config.replay)
+        self._stage_busy_s: dict[str, float] = {}
         self.outputs = Outputs(run_dir, config, self.domain_ids, parts.untrained_ids)
         self.weights_version = 0
         """The weight version the engine holds (async: loaded by the producer thread, read while it is idle)."""
@@ -275,11 +276,19 @@ class Run:
         }
 
     def log_step(self, step: int, metrics: dict[str, float], data: StepData, stale: StalenessReport | None) -> None:
-        metrics = metrics | data.metrics | {"sync/weights_s": self._weights_s}
+        metrics = metrics | data.metrics | self.stage_times() | {"sync/weights_s": self._weights_s}
         if stale is not None:
             metrics |= {"async/staleness_mean": stale.mean, "async/staleness_max": float(stale.max),
                         "async/dropped_stale": float(stale.num_dropped), "async/overlap_s": data.overlap_s}
         self.outputs.log_step(step, metrics, data.stats, data.weights, data.report, data.infra_failures)
+
+    def stage_times(self) -> dict[str, float]:
+        """Seconds spent generating and grading since the last call (one step's, with its refills; in
+        async mode the producer's work finished since the last step)."""
+        busy = {"time/generate_s": self.rollout.busy_s, "time/verify_s": self.reward.busy_s}
+        out = {key: value - self._stage_busy_s.get(key, 0.0) for key, value in busy.items()}
+        self._stage_busy_s = busy
+        return out
 
     def maybe_eval_and_checkpoint(self, step: int) -> None:
         every = self.config.eval.every_steps
