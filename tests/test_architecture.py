@@ -53,6 +53,7 @@ TORCH_FREE = [
     "posttrain.verify.bfcl_ast", "posttrain.tasks.families.bfcl", "posttrain.tasks.families.bfcl_multi",
     "posttrain.tasks.families.knowledge", "posttrain.verify.citations",
     "posttrain.sched", "posttrain.dist", "posttrain.dist.config",
+    "posttrain.eval.gate", "posttrain.eval.matrix",
 ]
 """Modules whose import must not load torch (configs, CPU bookkeeping, the CLI's registration)."""
 
