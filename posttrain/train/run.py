@@ -7,6 +7,7 @@ evals, summary). Each method is one step of the loop, so the loop itself stays a
 
 from __future__ import annotations
 
+import json
 import random
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -28,6 +29,7 @@ from posttrain.eval.agent_metrics import episode_step_metrics
 from posttrain.eval.evaluate import DomainEval, evaluate
 from posttrain.eval.sampled import evaluate_sampled
 from posttrain.train import checkpoint as ckpt
+from posttrain.train.best_passing import BestPassing
 from posttrain.train.components import Components, build_learner
 from posttrain.train.config import TrainConfig
 from posttrain.train.models import weights_sha256
@@ -57,6 +59,8 @@ class Run:
         self.base_model_hash = weights_sha256(parts.model)  # before LoRA wraps it or training moves it
         self.learner = build_learner(parts.model, config)
         self.outputs = Outputs(run_dir, config, self.domain_ids, parts.untrained_ids)
+        self.best = (BestPassing(run_dir, config.eval.gate, self.domain_ids, parts.trained_ids)
+                     if config.eval.gate.enabled else None)  # fmt: skip
 
     @classmethod
     def create(cls, config: TrainConfig, run_dir: Path, log: Callable[[str], None]) -> Run:
@@ -184,6 +188,9 @@ class Run:
             max_total_tokens=self.config.rollout.episode.max_total_tokens,
         )
         self.outputs.write_eval(label, result)
+        if self.best is not None and label != "base":
+            step = int(label.removeprefix("step")) if label.startswith("step") else self.config.steps
+            self.best.observe(label, step, self.saved_eval("base"), result, self.learner.state_dict)
         if cfg.samples_per_task:
             sampled = evaluate_sampled(
                 self.engine, self.components.renderer, self.pool, self.domain_ids, self.components.grader.grade,
@@ -227,5 +234,9 @@ class Run:
         return step
 
     def write_summary(self, base: dict[str, DomainEval], final: dict[str, DomainEval]) -> dict[str, Any]:
-        return self.outputs.write_summary(base, final, self.config.steps, self.base_model_hash)
+        summary = self.outputs.write_summary(base, final, self.config.steps, self.base_model_hash)
+        if self.best is not None:
+            summary["gate"] = self.best.summary()
+            (self.outputs.run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+        return summary
 
