@@ -69,6 +69,9 @@ def test_a_run_dir_loads_its_latest_checkpoint_into_its_base_model(tmp_path: Pat
     assert loaded.trained_domains == ("math/arithmetic/add@easy",) and base.trained_domains == ()
     direct = load_policy(loaded.path, TrainConfig(), _no_config, print)  # the checkpoint dir itself
     assert direct.weights_hash == loaded.weights_hash
+    save_checkpoint(run / "best_passing", {"model": _model(VOCAB).state_dict(), "step": 2})  # the run's config above
+    best = load_policy(str(run / "best_passing"), TrainConfig(), _no_config, print)
+    assert best.weights_hash == base.weights_hash and best.system_prompt == "be brief"
 
 
 def test_a_lora_checkpoint_gives_the_trainers_policy(tmp_path: Path, hf_dir: Path) -> None:
