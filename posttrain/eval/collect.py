@@ -49,9 +49,9 @@ class Policy:
 
 @dataclass(frozen=True)
 class Collected:
-    """Every slot's record (None: its grading was an infra failure) and where the records came from."""
+    """Every slot's record (an infra failure's too, never cached) and where the records came from."""
 
-    records: dict[str, SampleRecord | None]
+    records: dict[str, SampleRecord]
     """By cache key."""
     computed: frozenset[str]
     """The keys generated and graded in this call (the others came from the cache)."""
@@ -77,7 +77,7 @@ def collect(
 ) -> Collected:
     """The records of `slots` for `policy` (module docstring); new non-infra records are stored."""
     keys = [record_key(policy.weights_hash, slot) for slot in slots]
-    found: dict[str, SampleRecord | None] = dict(cache.get_many(keys))
+    found = cache.get_many(keys)
     missing = [(key, slot) for key, slot in zip(keys, slots, strict=True) if key not in found]
     missing = list({key: (key, slot) for key, slot in missing}.values())  # a slot asked twice is made once
     episodic = [(k, s) for k, s in missing if pool.registry.is_episodic(s.task.domain_id)]
@@ -89,7 +89,7 @@ def collect(
         new.update(_episodes(policy, pool, episodic[start : start + batch_size]))
     slot_of = dict(missing)
     cache.put_many((key, policy.weights_hash, slot_of[key], record) for key, record in new.items())
-    found.update({k: (None if r.score.is_infra_failure else r) for k, r in new.items()})
+    found.update(new)
     return Collected({k: found[k] for k in keys}, frozenset(slot_of))
 
 

@@ -32,6 +32,8 @@ from posttrain.tasks.pool import TaskPool
 from posttrain.types import Task, TaxonomyPath
 
 FORMAT_VERSION = 1
+INFRA_EXAMPLES = 3
+"""Distinct infra-failure messages kept per cell."""
 
 
 class MatrixConfig(StrictModel):
@@ -115,6 +117,8 @@ class Cell:
     infra_errors: int
     num_cached: int
     num_computed: int
+    infra_examples: tuple[str, ...] = ()
+    """Distinct messages of the cell's infra failures (the first `INFRA_EXAMPLES`)."""
 
     def task_scores(self) -> TaskScores:
         return [t for t, _ in self.greedy], [r.score.reward for _, r in self.greedy]
@@ -128,6 +132,8 @@ class Cell:
             "task_ids": [t for t, _ in self.greedy], "rewards": [r.score.reward for _, r in self.greedy],
             "passed": [r.score.passed for _, r in self.greedy], "responses": [r.response for _, r in self.greedy],
         }  # fmt: skip
+        if self.infra_examples:
+            out["infra_examples"] = list(self.infra_examples)
         if self.sampled:
             out["sampled"] = {"task_ids": [t for t, _, _ in self.sampled], "num_passed": [c for _, c, _ in self.sampled],
                               "num_graded": [n for _, _, n in self.sampled]}  # fmt: skip
@@ -216,8 +222,9 @@ def evaluate_matrix(
                                    "trained_domains": [d for d in domain_ids if d in policy.trained_domains]})  # fmt: skip
         for d in domains:
             result.cells.append(_cell(policy.label, d, tasks[d.domain_id], hits[d.domain_id], config))
+        infra = sum(c.infra_errors for c in result.cells if c.checkpoint == policy.label)
         log(f"{policy.label}: {len(every)} responses, {got.num_cached} cached, {got.num_computed} computed, "
-            f"{time.perf_counter() - start:.1f} s")  # fmt: skip
+            f"{infra} infra failures, {time.perf_counter() - start:.1f} s")  # fmt: skip
     return result
 
 
@@ -239,8 +246,8 @@ def _slots(pool: TaskPool, domain: DomainInfo, tasks: Sequence[Task], config: Ma
     )]  # fmt: skip
 
 
-_Hits = list[tuple[SampleSlot, SampleRecord | None, bool]]
-"""(slot, record or None for an infra failure, whether it came from the cache) of one cell."""
+_Hits = list[tuple[SampleSlot, SampleRecord, bool]]
+"""(slot, record, whether it came from the cache) of one cell."""
 
 
 def _cell_hits(policy: Policy, slots: Sequence[SampleSlot], got: Collected) -> _Hits:
@@ -249,20 +256,22 @@ def _cell_hits(policy: Policy, slots: Sequence[SampleSlot], got: Collected) -> _
 
 
 def _cell(label: str, domain: DomainInfo, tasks: Sequence[Task], hits: _Hits, config: MatrixConfig) -> Cell:
-    by_task: dict[str, list[tuple[SampleSlot, SampleRecord | None]]] = {t.id: [] for t in tasks}
+    by_task: dict[str, list[tuple[SampleSlot, SampleRecord]]] = {t.id: [] for t in tasks}
     for slot, record, _ in hits:
         by_task[slot.task.id].append((slot, record))
     greedy: list[tuple[str, SampleRecord]] = []
     sampled: list[tuple[str, int, int]] = []
     for task in tasks:
         rows = by_task[task.id]
-        head = [r for s, r in rows if s.sampling["mode"] == GREEDY and r is not None]
+        head = [r for s, r in rows if s.sampling["mode"] == GREEDY and not r.score.is_infra_failure]
         greedy.extend((task.id, r) for r in head)
-        graded = [r for s, r in rows if s.sampling["mode"] == SAMPLED and r is not None]
+        graded = [r for s, r in rows if s.sampling["mode"] == SAMPLED and not r.score.is_infra_failure]
         if graded:
             sampled.append((task.id, sum(r.score.passed for r in graded), len(graded)))
     ratios = task_ratios(domain.verifier, domain.cls, [r.score for _, r in greedy], [(c, n) for _, c, n in sampled],
                          config.k)  # fmt: skip
-    infra = sum(1 for _, r, _ in hits if r is None)
+    infra = [r.score.message for _, r, _ in hits if r.score.is_infra_failure]
     cached = sum(1 for _, _, from_cache in hits if from_cache)
-    return Cell(label, domain.domain_id, tuple(greedy), tuple(sampled), ratios, infra, cached, len(hits) - cached)
+    examples = tuple(dict.fromkeys(infra))[:INFRA_EXAMPLES]
+    return Cell(label, domain.domain_id, tuple(greedy), tuple(sampled), ratios, len(infra), cached, len(hits) - cached,
+                examples)  # fmt: skip

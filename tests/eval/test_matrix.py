@@ -18,6 +18,7 @@ from posttrain.rollout.api import GenerationRequest, RequestOutput, SampleOutput
 from posttrain.tasks.families.arithmetic import ArithmeticConfig
 from posttrain.tasks.pool import TaskPool
 from posttrain.tasks.registry import DomainEntry, DomainRegistry, PluginFamilyConfig
+from posttrain.types import Score
 from posttrain.verify import ExecutorConfig
 
 DOMAINS = ["math/arithmetic/add@easy", "math/arithmetic/sub@easy", "plugin/example/kv"]
@@ -152,3 +153,25 @@ def test_sampled_slots_use_the_task_seed_plus_the_index(pool: TaskPool, renderer
     task = pool.eval_tasks(DOMAINS[0], 1)[0]
     seed = task_seed(0, task)
     assert seed == task_seed(0, task) and seed != task_seed(1, task) and 0 <= seed < 2**31
+
+
+def test_infra_failures_are_reported_left_out_and_computed_again(pool: TaskPool, renderer: PromptRenderer) -> None:
+    grader = pool.registry.grader(ExecutorConfig(num_workers=0))
+    broken = {"on": True}
+
+    def flaky(pairs: Sequence[tuple[Any, str]]) -> list[Score]:
+        scores = grader.grade(pairs)
+        return [Score.infra("sandbox died") if broken["on"] and t.domain_id == DOMAINS[0] else s
+                for (t, _), s in zip(pairs, scores, strict=True)]  # fmt: skip
+
+    settings = MatrixConfig(tasks_per_domain=6, samples_per_task=1, max_new_tokens=8)
+    with ResultCache(None) as cache:
+        first = evaluate_matrix([_policy("base", renderer)], pool, DOMAINS[:2], flaky, settings, cache, log=print)
+        add = first.cell("base", DOMAINS[0]).to_dict()
+        assert add["n"] == 0 and add["infra_errors"] == 12 and add["infra_examples"] == ["sandbox died"]
+        assert "pass@1" not in add["metrics"] and first.cell("base", DOMAINS[1]).infra_errors == 0
+        broken["on"] = False
+        again = _policy("base", renderer)
+        second = evaluate_matrix([again], pool, DOMAINS[:2], flaky, settings, cache, log=print)
+    assert _requests(again) == 12  # only the infra failures are generated again
+    assert second.cell("base", DOMAINS[0]).to_dict()["n"] == 6
