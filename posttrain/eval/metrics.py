@@ -72,6 +72,12 @@ def _share(num_key: str, den_key: str) -> Extractor:
     return extract
 
 
+def _when_cited(extract: Extractor) -> Extractor:
+    """Defined on responses that cite at least one section (a response citing nothing is vacuously
+    "supported" by the verifier: every one of its zero cites supports a fact)."""
+    return lambda score: extract(score) if _count(score, "num_cited") > 0 else None
+
+
 def _episode(extract: Extractor) -> Extractor:
     """Defined on agent episodes only (scores whose details hold the episode counters)."""
     return lambda score: extract(score) if is_episode(score) else None
@@ -115,8 +121,9 @@ CAD_DETAILS = ("compiles", "manifold", "volume", "bbox", "features", "voids", "i
 
 BY_VERIFIER: dict[str, dict[str, Extractor]] = {
     "environment": EPISODE_EXTRACTORS,
-    "citations": {name: _detail(name) for name in
-                  ("accuracy", "citation_precision", "citation_recall", "citation_support")},
+    "citations": {"accuracy": _detail("accuracy"), "citation_precision": _detail("citation_precision"),
+                  "citation_recall": _detail("citation_recall"),
+                  "citation_support": _when_cited(_detail("citation_support"))},
     "cad_geometry": {name: _detail(name) for name in CAD_DETAILS},
     "code_tests": {"tests_passed": _share("tests_passed", "tests_total")},
     "gamedev_play": {"tests_passed": _share("tests_passed", "tests_total")},

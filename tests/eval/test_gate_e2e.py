@@ -24,6 +24,7 @@ def _train(run_dir: Path, *overrides: str) -> dict:  # type: ignore[type-arg]
 
 
 @pytest.mark.e2e
+@pytest.mark.timeout(3600)
 def test_the_gate_fails_an_inverted_run_and_passes_a_normal_one(tmp_path: Path) -> None:
     normal = _train(tmp_path / "normal")
     inverted = _train(tmp_path / "inverted", "--set", 'reward.invert_domains=["text/strings/*"]')

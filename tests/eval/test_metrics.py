@@ -35,11 +35,14 @@ def test_common_metrics_of_a_cell() -> None:
 
 
 def test_knowledge_cad_and_code_metrics_come_from_the_details() -> None:
-    cited = Score.correct(accuracy=1.0, citation_precision=0.5, citation_recall=1.0, citation_support=1.0)
-    uncited = Score.wrong(accuracy=1.0, citation_precision=0.0, citation_recall=0.0, citation_support=0.0)
+    cited = Score.correct(accuracy=1.0, citation_precision=0.5, citation_recall=1.0, citation_support=0.0,
+                          num_cited=2)  # fmt: skip
+    uncited = Score.wrong(accuracy=1.0, citation_precision=0.0, citation_recall=0.0, citation_support=1.0,
+                          num_cited=0)  # fmt: skip
     knowledge = summarise(task_ratios("citations", "knowledge", [cited, uncited], [], k=1))
     assert knowledge["accuracy"].value == 1.0 and knowledge["citation_precision"].value == 0.25
-    assert knowledge["citation_support"].value == 0.5
+    # support counts responses that cite: the uncited one's vacuous 1.0 is left out
+    assert knowledge["citation_support"].value == 0.0 and knowledge["citation_support"].n == 1
     cad = summarise(task_ratios("cad_geometry", "3d", [Score.wrong(0.4, compiles=1.0, manifold=1.0, volume=0.5, bbox=1.0,
                                                                      features=0.0, voids=1.0, iou=0.2)], [], k=1))  # fmt: skip
     assert {name: cad[name].value for name in CAD_DETAILS} == {"compiles": 1.0, "manifold": 1.0, "volume": 0.5,
