@@ -7,7 +7,7 @@ ones through the score function (a `Grader`'s `grade`, whose pools handle sandbo
 not an infra failure. Sample j of a task is seeded with `task_seed(seed, task) + j` (episode turn t with
 that + 7919 t, the runner's rule), so it does not depend on which other tasks, domains or samples are
 asked for. A slot computed in a smaller batch can differ from the full run's only through float
-differences between batch shapes; docs/evaluation.md measured none over 4,000 responses (not a guarantee).
+differences between batch shapes; docs/evaluation.md measured none over 3,840 responses (not a guarantee).
 
 Not here: which slots a matrix needs, metrics (`posttrain.eval.matrix`, `posttrain.eval.metrics`).
 """
