@@ -54,6 +54,7 @@ TORCH_FREE = [
     "posttrain.tasks.families.knowledge", "posttrain.verify.citations",
     "posttrain.sched", "posttrain.dist", "posttrain.dist.config",
     "posttrain.eval.hacking_run", "posttrain.eval.spotcheck",
+    "posttrain.eval.gate", "posttrain.eval.matrix",
 ]
 """Modules whose import must not load torch (configs, CPU bookkeeping, the CLI's registration)."""
 

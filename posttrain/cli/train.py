@@ -13,6 +13,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from posttrain.cli.evaluate import add_matrix_arguments, cmd_matrix
+from posttrain.errors import UsageError
+
 REPO_CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 
@@ -24,14 +27,15 @@ def register(sub: Any) -> None:
     p.add_argument("--resume", action="store_true", help="continue from the run dir's latest checkpoint")
     p.set_defaults(func=cmd_train)
 
-    p = sub.add_parser("eval", help="evaluate a model on the eval split of some domains")
-    p.add_argument("--model", required=True, help="HF model dir, 'tiny' or 'smollm2-135m'")
+    p = sub.add_parser("eval", help="evaluate a model, or checkpoints x domains (--checkpoints), on the eval split")
+    p.add_argument("--model", help="HF model dir, 'tiny' or 'smollm2-135m' (or give --checkpoints)")
     p.add_argument("--domains", help="domains YAML, train config or preset name (default: quickstart)")
     p.add_argument("--tasks-per-domain", type=int, default=32)
     p.add_argument("--max-new-tokens", type=int, default=32)
     p.add_argument("--backend", choices=["native", "hf"], default="native")
     p.add_argument("--threads", type=int, help="torch threads (default: the config's `threads`)")
     p.add_argument("--json", action="store_true")
+    add_matrix_arguments(p)
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("diagnose", help="per domain and eval point: train signal next to held-out reward")
@@ -116,6 +120,10 @@ def cmd_base_build(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    if (args.model is None) == (args.checkpoints is None):
+        raise UsageError("eval needs exactly one of --model and --checkpoints")
+    if args.checkpoints is not None:
+        return cmd_matrix(args, _eval_config(args.domains or "quickstart"), lambda name: _load(name, []))
     import torch
     from pydantic import TypeAdapter
 

@@ -93,6 +93,34 @@ def paired_mean_of_domains(
     return Paired(delta, low, high, _bootstrap_p(resampled), sum(d.size for d in deltas))
 
 
+def bootstrap_ratio_ci(
+    numerators: Sequence[float], denominators: Sequence[float], confidence: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of sum(numerators) / sum(denominators), resampling items with their
+    pairs kept (a pooled rate such as tool calls that succeeded over tool calls); (nan, nan) when empty.
+    A resample whose denominators sum to 0 is left out."""
+    num, den = np.asarray(numerators, dtype=float), np.asarray(denominators, dtype=float)
+    if num.size == 0:
+        return math.nan, math.nan
+    index = np.random.default_rng(seed).integers(0, num.size, size=(NUM_RESAMPLES, num.size))  # [R, N]
+    totals = den[index].sum(axis=1)  # [R]
+    ratios = num[index].sum(axis=1)[totals > 0] / totals[totals > 0]
+    return _interval(ratios, confidence) if ratios.size else (math.nan, math.nan)
+
+
+def mean_of_domains_ci(
+    domains: Sequence[Sequence[float]], confidence: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
+    """Interval of the mean over domains of each domain's mean: tasks are resampled within every domain
+    (domain i with seed + i, as `paired_mean_of_domains`), each domain keeps an equal weight; empty
+    domains are left out, (nan, nan) when none is left."""
+    rows = [np.asarray(d, dtype=float) for d in domains if len(d)]
+    if not rows:
+        return math.nan, math.nan
+    per_domain = np.stack([_resample_means(r[None, :], seed + i)[0] for i, r in enumerate(rows)])  # [D, R]
+    return _interval(per_domain.mean(axis=0), confidence)
+
+
 def mcnemar_p(base_passed: Sequence[bool] | np.ndarray, final_passed: Sequence[bool] | np.ndarray) -> float:
     """Exact two-sided McNemar test: under no change, the discordant pairs split 50/50.
 

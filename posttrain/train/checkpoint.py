@@ -82,6 +82,14 @@ def load_checkpoint(path: str | Path) -> Checkpoint:
     return Checkpoint(step=int(state["step"]), state=state, extra=extra)
 
 
+def load_model_tensors(path: str | Path) -> dict[str, torch.Tensor]:
+    """Only the `model` tensors of a checkpoint (full weights or the LoRA adapter): nothing unpickled."""
+    path = Path(path)
+    if not (path / "meta.json").is_file():
+        raise FileNotFoundError(f"{path} is not a checkpoint directory (no meta.json)")
+    return load_file(str(path / "model.safetensors"))
+
+
 def list_checkpoints(run_dir: str | Path) -> list[Path]:
     """Complete checkpoints of a run, oldest first."""
     root = Path(run_dir) / CHECKPOINTS

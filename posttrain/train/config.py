@@ -16,6 +16,7 @@ from posttrain.config import StrictModel, load_config
 from posttrain.curriculum import DefaultMixtureConfig, DynamicSamplingConfig, MixtureConfig
 from posttrain.curriculum.replay import ReplayConfig
 from posttrain.dist.config import DistConfig
+from posttrain.eval.gate import GateConfig
 from posttrain.rollout.config import EngineConfig, NativeEngineConfig, SamplingConfig
 from posttrain.tasks.registry import DomainsConfig, resolve_paths
 from posttrain.train._policy_config import PolicyConfig
@@ -146,6 +147,9 @@ class RewardConfig(StrictModel):
     """Verifier worker processes (0: inline in the calling thread)."""
     infra_retries: int = Field(2, ge=0)
     """Re-grading attempts for infra failures before a sample is dropped from the update."""
+    invert_domains: list[str] = Field(default_factory=list)
+    """Glob patterns over domain ids whose rewards are inverted (1 - reward, passed flipped): a run built
+    to regress on purpose, e.g. to check that the regression gate catches it. Empty: none."""
 
 
 class AdvantageConfig(StrictModel):
@@ -166,6 +170,9 @@ class EvalConfig(StrictModel):
     """Greedy generation budget."""
     samples_per_task: int = Field(0, ge=0)
     """k sampled responses per eval task at the rollout temperature, for pass@1 and pass@k (0: greedy only)."""
+    gate: GateConfig = Field(default_factory=GateConfig)
+    """The regression gate against the base evaluation at every evaluation; the best checkpoint that
+    passes it is kept in `best_passing/` (docs/evaluation.md)."""
 
 
 class SampleLogConfig(StrictModel):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 import random
 import time
 from collections import defaultdict
@@ -40,6 +41,7 @@ from posttrain.eval.sampled import evaluate_sampled
 from posttrain.rollout import RolloutEngine
 from posttrain.sched.staleness import StalenessReport, apply_staleness
 from posttrain.train import checkpoint as ckpt
+from posttrain.train.best_passing import BestPassing
 from posttrain.train.components import Components, build_learner, build_rollout_engine
 from posttrain.train.config import TrainConfig
 from posttrain.train.models import weights_sha256
@@ -108,6 +110,8 @@ class Run:
         self.producer: AheadProducer[StepData] | None = None
         self._restored: dict[int, StepData] = {}
         self._weights_s = 0.0
+        self.best = (BestPassing(run_dir, config.eval.gate, self.domain_ids, parts.trained_ids)
+                     if config.eval.gate.enabled else None)  # fmt: skip
 
     @classmethod
     def create(cls, config: TrainConfig, run_dir: Path, log: Callable[[str], None]) -> Run:
@@ -314,6 +318,9 @@ class Run:
             max_total_tokens=self.config.rollout.episode.max_total_tokens,
         )
         self.outputs.write_eval(label, result)
+        if self.best is not None and label != "base":
+            step = int(label.removeprefix("step")) if label.startswith("step") else self.config.steps
+            self.best.observe(label, step, self.saved_eval("base"), result, self.learner.state_dict)
         if cfg.samples_per_task:
             sampled = evaluate_sampled(
                 self.engine, self.components.renderer, self.pool, self.domain_ids, self.components.grader.grade,
@@ -361,7 +368,11 @@ class Run:
         return step
 
     def write_summary(self, base: dict[str, DomainEval], final: dict[str, DomainEval]) -> dict[str, Any]:
-        return self.outputs.write_summary(base, final, self.config.steps, self.base_model_hash)
+        summary = self.outputs.write_summary(base, final, self.config.steps, self.base_model_hash)
+        if self.best is not None:
+            summary["gate"] = self.best.summary()
+            (self.outputs.run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+        return summary
 
 
 

@@ -14,6 +14,7 @@ domains keep the batched path: one `generate` call, graded in batch through the 
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import random
 import time
@@ -166,13 +167,25 @@ class RewardStage:
 
     def _pass_through(self, groups: Sequence[Group]) -> list[Group]:
         if self.config.mode != "random":
-            return list(groups)
+            if not self.config.invert_domains:
+                return list(groups)
+            return [g.model_copy(update={"scores": tuple(self._maybe_inverted(g.task, s) for s in g.scores)})
+                    for g in groups]  # fmt: skip
         return [g.model_copy(update={"scores": tuple(_coin(self.rng) for _ in g.trajectories)}) for g in groups]
 
     def _grade(self, trajectories: Sequence[Trajectory]) -> list[Score]:
         if self.config.mode == "random":
             return [_coin(self.rng) for _ in trajectories]
-        return self.grader.grade([(t.task, t.response) for t in trajectories])
+        scores = self.grader.grade([(t.task, t.response) for t in trajectories])
+        return [self._maybe_inverted(t.task, s) for t, s in zip(trajectories, scores, strict=True)]
+
+    def _maybe_inverted(self, task: Task, score: Score) -> Score:
+        """`reward.invert_domains`: 1 - reward and passed flipped (infra failures stay as they are)."""
+        patterns = self.config.invert_domains
+        if score.is_infra_failure or not any(fnmatch.fnmatchcase(task.domain_id, p) for p in patterns):
+            return score
+        details = {**score.details, "inverted": True}
+        return score.model_copy(update={"reward": 1.0 - score.reward, "passed": not score.passed, "details": details})
 
 
 def _episode_group(task: Task, results: Sequence[EpisodeResult]) -> Group:

@@ -54,3 +54,16 @@ def test_infra_failures_are_retried_then_dropped_and_inputs_untouched() -> None:
     hopeless = RewardStage(FakeGrader(flaky=5), RewardConfig(infra_retries=2), seed=0)  # type: ignore[arg-type]
     kept = hopeless.score([group])[0]
     assert [t.response for t in kept.trajectories] == ["4", "no"] and hopeless.num_infra_failures == 1
+
+
+def test_inverted_domains_get_one_minus_the_reward_and_a_flipped_pass() -> None:
+    group = _group(["4", "no", "?"])
+    config = RewardConfig(invert_domains=["a/b/*"], infra_retries=0)
+    graded = RewardStage(FakeGrader(flaky=1), config, seed=0).score([group])[0]  # type: ignore[arg-type]
+    assert graded.rewards == [0.0, 1.0]  # the infra failure stays one and is dropped, never inverted
+    assert [s.passed for s in graded.scores] == [False, True] and graded.scores[0].details["inverted"]
+    other = RewardStage(FakeGrader(), RewardConfig(invert_domains=["x/*"]), seed=0)  # type: ignore[arg-type]
+    assert other.score([group])[0].rewards == [1.0, 0.0, 0.0]  # a domain no pattern matches is untouched
+    episodes = group.model_copy(update={"scores": (Score.correct(), Score.wrong(reward=0.25), Score.wrong())})
+    passed = RewardStage(FakeGrader(), config, seed=0).score([episodes])[0]  # type: ignore[arg-type]
+    assert passed.rewards == [0.0, 0.75, 1.0]  # environment-graded groups are inverted too
