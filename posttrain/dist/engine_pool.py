@@ -7,8 +7,10 @@ one; requests carry their own seeds, so a request's samples do not depend on whi
 the float rounding of different batch shapes), runs the slices in parallel and returns the outputs in
 request order, each stamped with the weight version that produced it (`metrics["weight_version"]`).
 `update_weights(state_dict, version)` puts the state in Ray's object store once and has every worker
-load it. A worker that dies during either call is replaced by a fresh one that first loads the latest
-weights; its slice runs again there (up to `max_attempts`), so the caller sees every output exactly once.
+load it. The slices are run as work items by the task scheduler (`posttrain.sched.run_jobs`): a worker
+that dies during a call is replaced by a fresh one that first loads the latest weights, and its slice
+runs again there (up to `max_attempts`), so the caller sees every output exactly once. With autoscaling
+on, the pool is resized between calls by the scheduler's scaling policy (`posttrain.dist.scaling`).
 
 Guarantees: outputs complete and in order; every output comes from the latest weights sent (checked:
 a worker answering with another version is an error). Calls are serialised (one at a time), so a weight
@@ -25,10 +27,10 @@ from typing import Any
 
 from posttrain.dist.actors import EngineWorker
 from posttrain.dist.config import AutoscaleConfig
-from posttrain.dist.dispatch import run_calls
 from posttrain.dist.scaling import PoolScaler
 from posttrain.dist.workers import Call, RayWorkerSet, WorkerLost, WorkerOptions
 from posttrain.rollout.api import Conversation, GenerationRequest, RequestOutput, RolloutEngine
+from posttrain.sched import RetryPolicy, SchedConfig, WorkItem, run_jobs
 
 MAX_COUNTERS = ("max_", "peak_", "weight_version", "kv_blocks_total")
 """Engine counters merged across workers by max instead of sum."""
@@ -42,7 +44,7 @@ class RayEnginePool:
                  autoscale: AutoscaleConfig | None = None) -> None:  # fmt: skip
         self.version: int | None = None
         """The weight version every worker holds (None: the factory's own weights)."""
-        self.max_attempts = max_attempts
+        self.sched = SchedConfig(retry=RetryPolicy(max_attempts=max_attempts, backoff_s=0.0))
         self.scaler = PoolScaler(autoscale or AutoscaleConfig())
         self._weights: Any = None  # object ref of the latest state dict
         self._lock = threading.Lock()
@@ -55,15 +57,16 @@ class RayEnginePool:
             self._autoscale(len(requests))
             slices = _contiguous_slices(len(requests), self.workers.num_workers)
             start_s = time.perf_counter()
-            calls = [Call("generate", (list(requests[a:b]),)) for a, b in slices]
-            settled = run_calls(calls, self.workers, self.max_attempts)
+            items = [WorkItem(f"slice-{a}", "generate", "rollout", Call("generate", (list(requests[a:b]),)))
+                     for a, b in slices]  # fmt: skip
+            outcomes = run_jobs(items, self.workers, self.sched)
             self.scaler.observe(len(requests), self.workers.num_workers, time.perf_counter() - start_s)
             self.workers.refill()
         outputs: list[RequestOutput] = []
-        for result in settled:
-            if result.status != "ok":
-                raise WorkerLost(f"rollout slice failed after {result.attempts} attempts: {result.error}")
-            version, slice_outputs = result.value
+        for outcome in outcomes:
+            if outcome.status != "ok":
+                raise WorkerLost(f"rollout slice {outcome.status} after {outcome.attempts} attempts: {outcome.error}")
+            version, slice_outputs = outcome.value
             if version != self.version:
                 raise RuntimeError(f"a rollout worker answered with weights v{version}, expected v{self.version}")
             outputs.extend(slice_outputs)

@@ -3,10 +3,11 @@
 Each worker holds its own `Grader`, built in the worker from the caller's picklable factory
 (`posttrain.dist.actors.GraderWorker`), so verifier processes and sandboxes run on that worker's host.
 A call's items are grouped by domain (one domain's items share a verifier and its sandbox pool) and
-cut into chunks of at most `chunk_size`; the chunks run in parallel on the workers. A chunk whose worker
-died runs again on a fresh worker (up to `max_attempts`); a chunk that every attempt lost, or that ran
-past `timeout_s` (its worker is then killed and replaced), comes back as infra-failure scores, which the
-reward stage re-grades like any other infra failure.
+cut into chunks of at most `chunk_size`; the chunks run in parallel on the workers as work items of the
+task scheduler (`posttrain.sched.run_jobs`: fair share between domains, retries, deadlines). A chunk
+whose worker died, or that ran past `timeout_s` (its worker is then killed and replaced), runs again on
+a fresh worker, up to `max_attempts` attempts; a chunk that never succeeded (or whose grader raised)
+comes back as infra-failure scores, which the reward stage re-grades like any other infra failure.
 
 Guarantees: one `Score` per item, in order; nothing raises for what a response contains; an item is
 scored once per call (a lost attempt's scores are never used). Not here: retrying infra scores (the
@@ -22,9 +23,9 @@ from typing import Any
 
 from posttrain.dist.actors import GraderWorker
 from posttrain.dist.config import AutoscaleConfig
-from posttrain.dist.dispatch import run_calls
 from posttrain.dist.scaling import PoolScaler
 from posttrain.dist.workers import Call, RayWorkerSet, WorkerOptions
+from posttrain.sched import RetryPolicy, SchedConfig, WorkItem, run_jobs
 from posttrain.types import Score, Task
 from posttrain.verify import Grader
 
@@ -37,7 +38,7 @@ class RayGraderPool:
                  autoscale: AutoscaleConfig | None = None) -> None:  # fmt: skip
         self.chunk_size = chunk_size
         self.timeout_s = timeout_s
-        self.max_attempts = max_attempts
+        self.sched = SchedConfig(retry=RetryPolicy(max_attempts=max_attempts, backoff_s=0.0))
         self.scaler = PoolScaler(autoscale or AutoscaleConfig())
         self.workers = RayWorkerSet(GraderWorker, factory, num_workers, options, name="reward")
 
@@ -63,20 +64,21 @@ class RayGraderPool:
         if not items:
             return []
         chunks = _domain_chunks([task.domain_id for task, _ in items], self.chunk_size)
-        calls = [Call(method, ([items[i] for i in chunk],)) for chunk in chunks]
+        work = [WorkItem(f"chunk-{k}", "verify", items[chunk[0]][0].domain_id, Call(method, ([items[i] for i in chunk],)),
+                         deadline_s=self.timeout_s) for k, chunk in enumerate(chunks)]  # fmt: skip
         size = self.scaler.size_for(len(items), self.workers.num_workers)
         if size != self.workers.num_workers:
             self.workers.resize(size)
         start_s = time.perf_counter()
-        settled = run_calls(calls, self.workers, self.max_attempts, self.timeout_s)
+        outcomes = run_jobs(work, self.workers, self.sched)
         self.scaler.observe(len(items), self.workers.num_workers, time.perf_counter() - start_s)
         self.workers.refill()
         scores: list[Score | None] = [None] * len(items)
-        for chunk, result in zip(chunks, settled, strict=True):
-            if result.status == "ok":
-                chunk_scores = result.value
+        for chunk, outcome in zip(chunks, outcomes, strict=True):
+            if outcome.status == "ok":
+                chunk_scores = outcome.value
             else:
-                failure = Score.infra(f"reward worker {result.status} after {result.attempts} attempts: {result.error}")
+                failure = Score.infra(f"reward chunk {outcome.status} after {outcome.attempts} attempts: {outcome.error}")
                 chunk_scores = [failure] * len(chunk)
             for index, score in zip(chunk, chunk_scores, strict=True):
                 scores[index] = score

@@ -1,27 +1,36 @@
-"""`PoolScaler`: how many workers a pool should have for its next call, from its measured service time.
+"""`PoolScaler`: a pool's size for its next call, decided by the task scheduler's scaling policy.
 
-Between two calls of a pool (never during one), the scaler sizes it so that the next call's items,
-spread over the workers, take about `target_wait_s`: workers = ceil(items x seconds per item /
-target_wait_s), clamped to [min_workers, max_workers], changed at most once per `cooldown_s`. The seconds
-per item are a moving average (weight 1/2 on the newest call) of wall time x workers / items.
+`AutoscaleConfig` (the `dist.autoscale` section) maps onto `posttrain.sched.ScalingConfig`
+(`scaling_config`), and `posttrain.sched.ScalingPolicy` decides. A pool asks between two calls, never
+during one: the backlog is the next call's items and the service time a moving average (weight 1/2 on
+the newest call) of worker-seconds per item, wall time x workers / items, measured on earlier calls.
+So the policy's rule holds per call: about ceil(items x seconds per item / target_wait_s) workers,
+within [min_workers, max_workers], growing at once, shrinking only after `scale_down_after_s` of low
+demand, at most one resize per `cooldown_s`.
 Pure bookkeeping: the pools apply the size (`RayWorkerSet.resize`).
-Not here: resizing inside a call, queue depth across stages (the task scheduler's policy).
+Not here: the rule itself (`posttrain.sched.scaling`); resizing inside a call.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 
 from posttrain.dist.config import AutoscaleConfig
+from posttrain.sched import PoolStats, ScalingConfig, ScalingPolicy
+
+
+def scaling_config(config: AutoscaleConfig) -> ScalingConfig:
+    """The scheduler's scaling config for `dist.autoscale`."""
+    return ScalingConfig(min_workers=config.min_workers, max_workers=config.max_workers,
+                         target_wait_s=config.target_wait_s, cooldown_s=config.cooldown_s)  # fmt: skip
 
 
 class PoolScaler:
     """The size of one pool from its load (see module docstring); a disabled config keeps the size."""
 
     def __init__(self, config: AutoscaleConfig, clock: Callable[[], float] = time.monotonic) -> None:
-        self.config = config
+        self.policy = ScalingPolicy(scaling_config(config)) if config.enabled else None
         self.clock = clock
         self.item_s: float | None = None
         """Moving average of worker-seconds per item; None until a call was observed."""
@@ -36,14 +45,10 @@ class PoolScaler:
 
     def size_for(self, num_items: int, current: int) -> int:
         """Workers for a call of `num_items` items, given `current` workers now."""
-        cfg = self.config
-        if not cfg.enabled or self.item_s is None or num_items <= 0:
+        if self.policy is None or num_items <= 0:
             return current
         now = self.clock()
-        if self._last_resize_s is not None and now - self._last_resize_s < cfg.cooldown_s:
-            return current
-        wanted = math.ceil(num_items * self.item_s / cfg.target_wait_s)
-        size = min(max(wanted, cfg.min_workers), cfg.max_workers)
+        size = self.policy.decide(PoolStats(num_items, 0, current, self.item_s, self._last_resize_s), now)
         if size != current:
             self._last_resize_s = now
         return size

@@ -1,17 +1,19 @@
-"""`RayWorkerSet`: a pool of Ray actors of one kind that replaces its dead members.
+"""`RayWorkerSet`: a pool of Ray actors of one kind that replaces its dead members; a sched `WorkerSet`.
 
-`submit(call)` runs `call.method(*call.args)` on the least busy live actor and returns a
-`concurrent.futures.Future`. When the actor dies during the call (killed, crashed, its node lost), the
-future fails with `WorkerLost` and the actor is marked dead; the next `submit`, `broadcast` or `refill`
-starts a fresh one in its place, first handing it to `on_start` (e.g. to load the latest weights: calls
-from this process to one actor run in the order they were made, so what `on_start` sends runs before
-anything submitted after). Any other exception raised by the method fails the future as it is.
-`abandon(future)` kills the actor running a call the caller gave up on (a missed deadline). `resize(n)`
-adds actors or retires the surplus (idle ones now, busy ones when their call ends).
+`submit(item)` runs the item's payload, a `Call` (`method(*args)`), on the least busy live actor and
+returns a future naming that actor (`WorkFuture.worker`). When the actor dies during the call (killed,
+crashed, its node lost), the future fails with `WorkerLost`, an `InfraFailure` (so the scheduler retries
+the item), and the actor is marked dead; the next `submit`, `broadcast` or `refill` starts a fresh one
+in its place, first handing it to `on_start` (e.g. to load the latest weights: calls from this process
+to one actor run in the order they were made, so what `on_start` sends runs before anything submitted
+after). Any other exception raised by the method fails the future as it is. Cancelling a future whose
+call has not settled kills its actor (the scheduler cancels an attempt past its deadline: a hung actor
+is replaced, not left holding its slot). `broadcast(call)` runs a call once on every actor. `resize(n)`
+adds actors or retires the surplus (idle ones at the next refill, busy ones once their call ends).
 
-Guarantees: the set never runs a call twice by itself (retrying is the caller's choice, `dispatch`);
-after `refill()` there are `num_workers` live actors. Thread-safe. Ray is imported inside the methods.
-Not here: ordering, retries, deadlines (`posttrain.dist.dispatch`); what the actors hold (`actors`).
+Guarantees: the set never runs a call twice by itself (retrying is the scheduler's choice); after
+`refill()` there are `num_workers` live actors. Thread-safe. Ray is imported inside the methods.
+Not here: ordering, retries, deadlines (`posttrain.sched.run_jobs`); what the actors hold (`actors`).
 """
 
 from __future__ import annotations
@@ -20,17 +22,21 @@ import itertools
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
+from concurrent.futures import InvalidStateError
 from dataclasses import dataclass, field
 from typing import Any
 
+from posttrain.sched import InfraFailure, WorkFuture, WorkItem
 
-class WorkerLost(Exception):
-    """The worker died while running the call (an infrastructure failure: running it again may succeed)."""
+
+class WorkerLost(InfraFailure):
+    """The worker died while running the call (running it again, on a fresh worker, may succeed)."""
 
 
 @dataclass(frozen=True)
 class Call:
-    """A method of the worker and its positional arguments (Ray object refs are resolved in the worker)."""
+    """A method of the worker and its positional arguments (Ray object refs are resolved in the worker):
+    the payload of the `WorkItem`s a `RayWorkerSet` runs."""
 
     method: str
     args: tuple[Any, ...] = ()
@@ -144,27 +150,19 @@ class RayWorkerSet:
                 with self._state:
                     self._slots.append(slot)
 
-    def submit(self, call: Call) -> Future[Any]:
-        """Run `call` on the least busy live actor (see module docstring)."""
+    def submit(self, item: WorkItem) -> Future[Any]:
+        """Run `item.payload` (a `Call`) on the least busy live actor (see module docstring)."""
         with self._lock:
             self.refill()
             with self._state:
                 slot = min(self._live_locked(), key=lambda s: s.busy)
-            return self._run(slot, call)
+            return self._run(slot, item.payload)
 
     def broadcast(self, call: Call) -> list[Future[Any]]:
         """Run `call` once on every live actor."""
         with self._lock:
             self.refill()
             return [self._run(s, call) for s in self._live()]
-
-    def abandon(self, future: Future[Any]) -> None:
-        """Kill the actor running `future`'s call (it is replaced on the next refill)."""
-        with self._lock:
-            with self._state:
-                slot = next((s for s in self._slots if future in s.calls and s.alive), None)
-            if slot is not None:
-                self._kill(slot)
 
     def resize(self, num_workers: int) -> None:
         """Keep `num_workers` actors from now on: start new ones, or retire the surplus."""
@@ -206,11 +204,13 @@ class RayWorkerSet:
         return slot
 
     def _run(self, slot: _Slot, call: Call) -> Future[Any]:
-        result: Future[Any] = Future()
+        result = WorkFuture()
+        result.worker = slot.name
         with self._state:
             slot.busy += 1
             slot.calls.add(result)
         ref = getattr(slot.handle, call.method).remote(*call.args)
+        result.add_done_callback(lambda future: self._abandon(slot, future))
         ref.future().add_done_callback(lambda done: self._settle(slot, done, result))
         return result
 
@@ -223,12 +223,25 @@ class RayWorkerSet:
             slot.calls.discard(result)
             if lost:
                 slot.alive = False  # replaced by the next refill, in the caller's thread
-        if error is None:
-            result.set_result(done.result())
-        elif lost:
-            result.set_exception(WorkerLost(f"{slot.name} lost: {type(error).__name__}: {error}"))
-        else:
-            result.set_exception(error)
+        try:
+            if error is None:
+                result.set_result(done.result())
+            elif lost:
+                result.set_exception(WorkerLost(f"{slot.name} lost: {type(error).__name__}: {error}"))
+            else:
+                result.set_exception(error)
+        except InvalidStateError:
+            pass  # cancelled meanwhile: the caller gave up on this call
+
+    def _abandon(self, slot: _Slot, future: Future[Any]) -> None:
+        """A call cancelled before it settled: kill its actor (runs in the cancelling thread)."""
+        if not future.cancelled():
+            return
+        with self._state:
+            running = future in slot.calls and slot.alive
+            slot.calls.discard(future)
+        if running:
+            self._kill(slot)
 
     def _kill(self, slot: _Slot) -> None:
         import ray
