@@ -9,7 +9,8 @@ module (weight sync then copies nothing); every component takes its own config s
 Where the engine and the grader live is `build_stage_backends`' choice (`config.dist.backend`): `local`
 gives the objects above and never imports Ray; `ray` joins or starts a Ray cluster and gives a
 `RayEnginePool` (each rollout worker builds its engine with `rollout_engine(config)`: its own copy of the
-model, LoRA-wrapped like the learner's so weight sync sends the same names) and a `RayGraderPool` (each
+model, LoRA-wrapped like the learner's so weight sync sends the same names; without LoRA the driver's
+weights are sent once at the start, as version 0) and a `RayGraderPool` (each
 reward worker builds `reward_grader(config)`, so its verifiers and sandboxes run on its host). The learner
 stays in this process, one learner group; evaluation generates and grades through the same pools.
 Not here: the loop, checkpoints, outputs (`posttrain.train.run`); the pools (`posttrain.dist`).
@@ -72,7 +73,7 @@ def build_stage_backends(config: TrainConfig, pool: TaskPool, model: Any) -> Sta
     if config.dist.backend == "local":
         grader = build_grader(pool, config.reward)
         return StageBackends(build_rollout_engine(config.rollout, model, config.model), grader, grader.close)
-    return _ray_backends(config)
+    return _ray_backends(config, model)
 
 
 def rollout_engine(config: TrainConfig) -> RolloutEngine:
@@ -93,7 +94,7 @@ def reward_grader(config: TrainConfig) -> Grader:
     return build_grader(TaskPool.from_config(config.domains), config.reward)
 
 
-def _ray_backends(config: TrainConfig) -> StageBackends:
+def _ray_backends(config: TrainConfig, model: Any) -> StageBackends:
     from posttrain.dist.cluster import ray_session
     from posttrain.dist.engine_pool import RayEnginePool
     from posttrain.dist.grader_pool import RayGraderPool
@@ -117,6 +118,8 @@ def _ray_backends(config: TrainConfig) -> StageBackends:
         stack.callback(grader.close)
         engine.workers.wait_ready(dist.startup_timeout_s)
         grader.workers.wait_ready(dist.startup_timeout_s)
+        if config.policy.lora is None:  # start from this process's weights, even where nodes' files differ
+            engine.update_weights(model.state_dict(), version=0)
     except BaseException:
         stack.close()
         raise

@@ -91,6 +91,7 @@ def test_the_backend_decides_where_engine_and_grader_live(ray_cluster: None, mod
     try:
         assert isinstance(pooled.engine, RayEnginePool) and isinstance(pooled.grader, RayGraderPool)
         assert pooled.engine.workers.num_live == 2 and pooled.grader.workers.num_live == 1
+        assert pooled.engine.version == 0  # the driver's weights were sent before anything ran
     finally:
         pooled.close()
     import ray
