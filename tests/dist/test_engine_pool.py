@@ -107,3 +107,19 @@ def test_a_worker_lost_between_calls_is_replaced_by_the_next_weight_update(ray_c
         assert pool.workers.num_live == 2 and pool.workers.num_replaced == 1
     finally:
         pool.close()
+
+
+def test_autoscaling_grows_the_pool_between_calls(ray_cluster: None) -> None:
+    from posttrain.dist.config import AutoscaleConfig
+
+    # A target wait far below any measured service time: the policy asks for as many workers as allowed.
+    autoscale = AutoscaleConfig(enabled=True, min_workers=1, max_workers=3, target_wait_s=1e-6, cooldown_s=0.0)
+    pool = RayEnginePool(fake_engine, num_workers=1, autoscale=autoscale)
+    try:
+        reqs = requests(6)
+        assert samples(pool.generate(reqs)) == expected(reqs, bias=0)
+        assert pool.workers.num_live == 1  # nothing measured before the first call
+        assert samples(pool.generate(reqs)) == expected(reqs, bias=0)
+        assert pool.workers.num_live == 3 and pool.workers.num_workers == 3
+    finally:
+        pool.close()
