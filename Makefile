@@ -11,7 +11,7 @@ export TOKENIZERS_PARALLELISM := false
 export RAY_AUTH_MODE := disabled
 export PYTHONHASHSEED := 0
 
-.PHONY: setup demo demo-smollm2 test test-all bench bench-learning lint clean
+.PHONY: setup demo demo-smollm2 test test-ray test-all bench bench-learning lint clean
 
 setup: $(STAMP)
 
@@ -49,6 +49,10 @@ demo-smollm2: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+# The Ray pools on a local two-CPU cluster (tests/dist, marker `ray`; a few minutes).
+test-ray: $(STAMP)
+	$(PY) -m pytest -m ray
 
 test-all: $(STAMP)
 	$(PY) -m pytest -m ''

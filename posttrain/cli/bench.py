@@ -24,11 +24,13 @@ BENCHMARKS: dict[str, str] = {
     "cad": "posttrain.bench.cad",
     "knowledge": "posttrain.bench.knowledge",
     "async": "posttrain.bench.async_mode",
+    "dist": "posttrain.bench.dist",
 }
 ALL = ("sandbox", "curriculum", "rollout", "pipeline", "agents", "terminal", "code", "update", "gamedev", "cad",
        "knowledge")
-"""What `bench all` runs: `learning` trains four runs (about 12 minutes) and is run on its own;
-`knowledge` runs its default preset (a 4K-token document, about a minute; `--full` is the 16K one)."""
+"""What `bench all` runs: `learning` trains four runs (about 12 minutes) and is run on its own, as is `dist`
+(it starts a Ray cluster); `knowledge` runs its default preset (a 4K-token document, about a minute;
+`--full` is the 16K one)."""
 
 
 def register(sub: Any) -> None:

@@ -53,3 +53,17 @@ class DistConfig(StrictModel):
     """What happens to samples beyond `max_staleness`: dropped, or kept with weight 1/(1 + excess)."""
     autoscale: AutoscaleConfig = Field(default_factory=AutoscaleConfig)
     """Pool resizing from queue depth and service times."""
+    worker_cpus: float | None = Field(None, ge=0)
+    """CPUs Ray holds for each rollout and reward worker; None: Ray's actor default (none held while
+    running, so any number of workers fits one node)."""
+    rollout_worker_gpus: float = Field(0.0, ge=0)
+    """GPUs Ray gives each rollout worker (fractions share one device)."""
+    reward_chunk_size: int = Field(64, ge=1)
+    """Most (task, response) items of one domain sent to a reward worker in one call."""
+    reward_timeout_s: float = Field(600.0, gt=0)
+    """Longest one reward call may run, a new worker's start-up included: past it the worker is replaced
+    and the call's items are infra failures (re-graded by the reward stage)."""
+    startup_timeout_s: float = Field(600.0, gt=0)
+    """Longest the pools may take to start their workers (Ray waits forever for resources it lacks)."""
+    max_attempts: int = Field(3, ge=1)
+    """Attempts of one call when its worker dies (each time on a fresh worker)."""

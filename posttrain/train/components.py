@@ -5,12 +5,22 @@ model and tokenizer, the prompt renderer and the rollout engine; `build_learner`
 trainer. Training (`Run`), evaluation (`posttrain eval`), the base-model build and the benches all
 call these functions, so each component is wired one way. The engine starts out sharing the policy
 module (weight sync then copies nothing); every component takes its own config section only.
-Not here: the loop, checkpoints, outputs (`posttrain.train.run`).
+
+Where the engine and the grader live is `build_stage_backends`' choice (`config.dist.backend`): `local`
+gives the objects above and never imports Ray; `ray` joins or starts a Ray cluster and gives a
+`RayEnginePool` (each rollout worker builds its engine with `rollout_engine(config)`: its own copy of the
+model, LoRA-wrapped like the learner's so weight sync sends the same names; without LoRA the driver's
+weights are sent once at the start, as version 0) and a `RayGraderPool` (each
+reward worker builds `reward_grader(config)`, so its verifiers and sandboxes run on its host). The learner
+stays in this process, one learner group; evaluation generates and grades through the same pools.
+Not here: the loop, checkpoints, outputs (`posttrain.train.run`); the pools (`posttrain.dist`).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +29,7 @@ from posttrain.errors import ConfigError
 from posttrain.rollout import PromptRenderer, RolloutEngine, build_engine
 from posttrain.tasks.pool import TaskPool
 from posttrain.train.config import ModelConfig, RewardConfig, RolloutConfig, TrainConfig
-from posttrain.verify import ExecutorConfig, Grader
+from posttrain.verify import ExecutorConfig, Grader, GradingBackend
 
 Log = Callable[[str], None]
 
@@ -50,11 +60,78 @@ def build_learner(model: Any, config: TrainConfig) -> Any:
 
 
 @dataclass
+class StageBackends:
+    """The rollout engine and grader of a run; `close()` stops them (and a Ray cluster the run started)."""
+
+    engine: RolloutEngine
+    grader: GradingBackend
+    close: Callable[[], None]
+
+
+def build_stage_backends(config: TrainConfig, pool: TaskPool, model: Any) -> StageBackends:
+    """The engine and grader `config.dist` asks for (see module docstring)."""
+    if config.dist.backend == "local":
+        grader = build_grader(pool, config.reward)
+        return StageBackends(build_rollout_engine(config.rollout, model, config.model), grader, grader.close)
+    return _ray_backends(config, model)
+
+
+def rollout_engine(config: TrainConfig) -> RolloutEngine:
+    """A rollout worker's engine: the run's model loaded in the worker, with the driver's torch threads."""
+    import torch
+
+    torch.set_num_threads(config.threads)
+    model, _ = build_policy(config, lambda _: None)
+    if config.policy.lora is not None:
+        from posttrain.train.policy import wrap_lora
+
+        wrap_lora(model, config.policy.lora, config.policy.seed)  # injects the adapters into `model` in place
+    return build_rollout_engine(config.rollout, model, config.model)
+
+
+def reward_grader(config: TrainConfig) -> Grader:
+    """A reward worker's grader of the run's domains (its verifier processes and sandboxes on its host)."""
+    return build_grader(TaskPool.from_config(config.domains), config.reward)
+
+
+def _ray_backends(config: TrainConfig, model: Any) -> StageBackends:
+    from posttrain.dist.cluster import ray_session
+    from posttrain.dist.engine_pool import RayEnginePool
+    from posttrain.dist.grader_pool import RayGraderPool
+    from posttrain.dist.workers import WorkerOptions
+
+    dist = config.dist
+    stack = ExitStack()
+    stack.enter_context(ray_session(dist))
+    try:
+        engine = RayEnginePool(
+            functools.partial(rollout_engine, config), dist.rollout_workers,
+            WorkerOptions(num_cpus=dist.worker_cpus, num_gpus=dist.rollout_worker_gpus),
+            max_attempts=dist.max_attempts, autoscale=dist.autoscale,
+        )  # fmt: skip
+        stack.callback(engine.close)
+        grader = RayGraderPool(
+            functools.partial(reward_grader, config), dist.reward_workers, WorkerOptions(num_cpus=dist.worker_cpus),
+            chunk_size=dist.reward_chunk_size, timeout_s=dist.reward_timeout_s, max_attempts=dist.max_attempts,
+            autoscale=dist.autoscale,
+        )  # fmt: skip
+        stack.callback(grader.close)
+        engine.workers.wait_ready(dist.startup_timeout_s)
+        grader.workers.wait_ready(dist.startup_timeout_s)
+        if config.policy.lora is None:  # start from this process's weights, even where nodes' files differ
+            engine.update_weights(model.state_dict(), version=0)
+    except BaseException:
+        stack.close()
+        raise
+    return StageBackends(engine, grader, stack.close)
+
+
+@dataclass
 class Components:
     """What a run, an evaluation or a bench works with; close() stops the grader's workers."""
 
     pool: TaskPool
-    grader: Grader
+    grader: GradingBackend
     mixture: DomainMixture
     model: Any
     tokenizer: Any
@@ -62,6 +139,8 @@ class Components:
     engine: RolloutEngine
     untrained_ids: tuple[str, ...] = ()
     """Domains evaluated but never sampled for training (`domains.untrained`)."""
+    close_backends: Callable[[], None] | None = None
+    """Stops the engine and grader (and a Ray cluster the run started); None: `grader.close`."""
 
     @property
     def trained_ids(self) -> list[str]:
@@ -74,17 +153,23 @@ class Components:
         trained = [s for s in pool.registry.specs() if s.id not in untrained]
         if not trained:
             raise ConfigError("domains.untrained covers every domain: nothing is left to train on")
+        mixture = build_mixture_for_specs(config.mixture, trained)
         model, tokenizer = build_policy(config, log)
+        backends = build_stage_backends(config, pool, model)
         return cls(
             pool=pool,
-            grader=build_grader(pool, config.reward),
-            mixture=build_mixture_for_specs(config.mixture, trained),
+            grader=backends.grader,
+            mixture=mixture,
             model=model,
             tokenizer=tokenizer,
             renderer=PromptRenderer(tokenizer, config.rollout.system_prompt),
-            engine=build_rollout_engine(config.rollout, model, config.model),
+            engine=backends.engine,
             untrained_ids=tuple(untrained),
+            close_backends=backends.close,
         )
 
     def close(self) -> None:
-        self.grader.close()
+        if self.close_backends is not None:
+            self.close_backends()
+        else:
+            self.grader.close()

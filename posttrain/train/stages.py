@@ -9,7 +9,7 @@ Agent domains (their family gives an `Environment`) are played by the `EpisodeRu
 is G episodes of the task, each graded by its environment when it ends, so the rollout stage returns
 those groups already graded (an environment that kept failing is dropped there, after its replays);
 the reward stage passes them through (or flips its coin for them in the control run). Single-turn
-domains keep the batched path: one `generate` call, graded in batch through the `Grader`.
+domains keep the batched path: one `generate` call, graded in batch through the `Grader` (or a pool of them).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from posttrain.rollout.api import GenerationRequest, RolloutEngine, SamplingPara
 from posttrain.rollout.prompting import PromptRenderer
 from posttrain.train.config import RewardConfig, RolloutConfig
 from posttrain.types import Group, Score, Task, Trajectory
-from posttrain.verify import Grader
+from posttrain.verify import GradingBackend
 
 EnvironmentLookup = Callable[[str], Environment | None]
 """Domain id -> a fresh environment for one episode, or None for single-turn domains."""
@@ -128,7 +128,7 @@ class RolloutStage:
 class RewardStage:
     """Grades groups through the `Grader` (or the control run's coin), retrying infra failures."""
 
-    def __init__(self, grader: Grader, config: RewardConfig, seed: int) -> None:
+    def __init__(self, grader: GradingBackend, config: RewardConfig, seed: int) -> None:
         self.grader = grader
         self.config = config
         self.rng = random.Random(seed)

@@ -32,7 +32,7 @@ from posttrain.verify.configs import (
 )
 from posttrain.verify.executor import ExecutorConfig, InlineExecutor, VerifyItem, WorkerPool
 from posttrain.verify.extract import extract_answer
-from posttrain.verify.grader import Grader, VerifierLookup
+from posttrain.verify.grader import Grader, GradingBackend, VerifierLookup
 
 __all__ = [
     "ExactConfig",
@@ -41,6 +41,7 @@ __all__ = [
     "MathConfig",
     "NormalizedConfig",
     "Grader",
+    "GradingBackend",
     "InlineExecutor",
     "NumericConfig",
     "PluginVerifierConfig",

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from posttrain.types import Score, Task
 from posttrain.verify.configs import EnvironmentConfig, VerifierConfig
@@ -30,6 +31,17 @@ VerifierLookup = Callable[[str], VerifierConfig]
 """Domain id -> the verifier config that grades it."""
 EpisodeScorer = Callable[[Task, Sequence[str]], Score]
 """(task, assistant messages in order) -> the grade of the episode they make."""
+
+
+class GradingBackend(Protocol):
+    """What the reward stage and evaluation grade through: a `Grader`, or a pool of remote ones
+    (`posttrain.dist.grader_pool.RayGraderPool`)."""
+
+    def grade(self, pairs: Sequence[tuple[Task, str]]) -> list[Score]: ...
+
+    def grade_turns(self, items: Sequence[tuple[Task, Sequence[str]]]) -> list[Score]: ...
+
+    def close(self) -> None: ...
 
 
 class Grader:

@@ -1,0 +1,101 @@
+"""Training throughput in one process against Ray worker pools, on the quickstart preset cut down.
+
+`python bench/dist.py [--json] [--out DIR] [--steps N] [--tasks-per-step T] [--eval-tasks E] [--rounds R]`
+(`posttrain bench dist`): trains the quickstart preset (its tiny base model, built first if missing)
+for N steps three ways with the same seed: `local` (everything in this process: the baseline), `ray_1`
+and `ray_2` (1 and 2 rollout workers, 2 reward workers each), R interleaved rounds, all while one local
+Ray cluster with the machine's CPUs runs (started once, not counted). Per variant: the median over
+rounds of samples/s of the training steps (`samples_per_s` of the last metrics row: evaluations and the
+pools' start-up excluded) and of the run's wall time, and its per-step losses; each variant's samples/s
+as a ratio to local's, and whether its losses equal local's bit for bit (else the largest difference).
+JSON in `DIR/dist.json`. Not in `bench all`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from posttrain.bench.report import emit_report
+from posttrain.dist.cluster import ray_session
+from posttrain.dist.config import DistConfig
+from posttrain.train.base_model import ensure_tiny_base
+from posttrain.train.config import TrainConfig, load_train_config
+from posttrain.train.loop import train
+
+QUICKSTART = Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml"
+RUNS = {"local": [], "ray_1": ["dist.backend=ray", "dist.rollout_workers=1", "dist.reward_workers=2"],
+        "ray_2": ["dist.backend=ray", "dist.rollout_workers=2", "dist.reward_workers=2"]}  # fmt: skip
+"""Name -> the `--set` overrides of that run on top of the cut-down preset."""
+
+
+def run_once(config: TrainConfig) -> dict[str, Any]:
+    """Train `config` in a scratch run directory; its throughput, wall time and losses."""
+    run_dir = Path(tempfile.mkdtemp(prefix="posttrain-bench-dist-"))
+    try:
+        start_s = time.perf_counter()
+        train(config, run_dir, log=lambda _: None)
+        wall_s = time.perf_counter() - start_s
+        rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    return {"samples_per_s": round(rows[-1]["samples_per_s"], 2), "train_s": rows[-1]["train_s"],
+            "wall_s": round(wall_s, 1), "losses": [row["loss"] for row in rows]}  # fmt: skip
+
+
+def measure(steps: int, tasks_per_step: int, eval_tasks: int, rounds: int) -> dict[str, Any]:
+    cut = [f"steps={steps}", f"tasks_per_step={tasks_per_step}", f"eval.tasks_per_domain={eval_tasks}"]
+    configs = {name: load_train_config(QUICKSTART, cut + extra) for name, extra in RUNS.items()}
+    ensure_tiny_base(configs["local"].tiny_base, configs["local"].domains, log=lambda _: None)
+    samples: dict[str, list[dict[str, Any]]] = {name: [] for name in RUNS}
+    with ray_session(DistConfig(backend="ray")):
+        for _ in range(rounds):  # interleaved, so that load from elsewhere falls on every variant alike
+            for name, config in configs.items():
+                samples[name].append(run_once(config))
+    runs = {name: _median_run(rs) for name, rs in samples.items()}
+    base = runs["local"]
+    for run in runs.values():
+        run["samples_per_s_vs_local"] = round(run["samples_per_s"] / base["samples_per_s"], 3)
+        run["losses_equal_local"] = run["losses"] == base["losses"]
+        run["max_loss_diff"] = max(abs(a - b) for a, b in zip(run["losses"], base["losses"], strict=True))
+    return {"workload": {"preset": "quickstart", "steps": steps, "tasks_per_step": tasks_per_step,
+                         "group_size": configs["local"].rollout.group_size, "eval_tasks_per_domain": eval_tasks},
+            "rounds": rounds, "runs": runs}  # fmt: skip
+
+
+def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The median figures of one variant's rounds; its losses (the same every round: fixed seed)."""
+    return {"samples_per_s": statistics.median(r["samples_per_s"] for r in runs),
+            "samples_per_s_rounds": [r["samples_per_s"] for r in runs],
+            "wall_s": statistics.median(r["wall_s"] for r in runs), "losses": runs[0]["losses"],
+            "losses_same_every_round": all(r["losses"] == runs[0]["losses"] for r in runs)}  # fmt: skip
+
+
+def _show(report: dict[str, Any]) -> None:
+    w = report["workload"]
+    print(f"quickstart, {w['steps']} steps x {w['tasks_per_step']} tasks x {w['group_size']} samples, "
+          f"medians of {report['rounds']} rounds")
+    for name, run in report["runs"].items():
+        same = "losses = local" if run["losses_equal_local"] else f"max loss diff {run['max_loss_diff']:.2e}"
+        print(f"  {name:6s} {run['samples_per_s']:8.1f} samples/s ({run['samples_per_s_vs_local']:.2f}x local)"
+              f"  wall {run['wall_s']:6.1f} s  {same}")  # fmt: skip
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="posttrain bench dist", description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--out", default="bench/results", help="folder for dist.json")
+    parser.add_argument("--steps", type=int, default=5, help="training steps per run")
+    parser.add_argument("--tasks-per-step", type=int, default=32, help="tasks per step (x group size samples)")
+    parser.add_argument("--eval-tasks", type=int, default=8, help="eval tasks per domain (base and final)")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (medians reported)")
+    args = parser.parse_args(argv)
+    report = measure(args.steps, args.tasks_per_step, args.eval_tasks, args.rounds)
+    emit_report(report, args.out, "dist.json", args.json, _show)
+    return 0
