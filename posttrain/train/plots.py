@@ -26,11 +26,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from itertools import accumulate
 from pathlib import Path
 from typing import Any
+
+from posttrain.eval.report_figures import moving_average
 
 VERDICT_NOTES = {"improved": ("improved", "tab:green"), "regressed": ("regressed", "tab:red")}
 """Verdict -> (note, colour); anything else is noted `n.s.` in grey."""
@@ -111,15 +111,9 @@ def smooth(
     """Centred moving average: at each step, the `counts`-weighted mean of the values whose step is within
     `half_width` steps of it (`steps` ascending). The window spans steps, not points, so a step where the
     domain was not sampled is simply absent from it, and it shrinks at the ends. With per-step mean
-    rewards and sample counts, this is the pooled mean reward of every sample in the window."""
-    weighted = list(accumulate((v * n for v, n in zip(values, counts, strict=True)), initial=0.0))
-    totals = list(accumulate(counts, initial=0.0))
-    out = []
-    for centre in steps:
-        low, high = bisect_left(steps, centre - half_width), bisect_right(steps, centre + half_width)
-        total = totals[high] - totals[low]
-        out.append((weighted[high] - weighted[low]) / total if total else math.nan)
-    return out
+    rewards and sample counts, this is the pooled mean reward of every sample in the window (the same
+    average the HTML report draws, `posttrain.eval.report_figures.moving_average`)."""
+    return moving_average(steps, values, counts, half_width)
 
 
 def _domain_ids(rows: Sequence[dict[str, Any]]) -> list[str]:

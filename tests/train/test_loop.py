@@ -16,19 +16,10 @@ from posttrain.train.loop import train
 from posttrain.verify.configs import PluginVerifierConfig
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from posttrain.train.base_model import train_tokenizer
-    from posttrain.train.models import TinyModelConfig, tiny_random
-
-    texts = [f"Q: What is {a} + {b}?\nA: {a + b}" for a in range(30) for b in range(10)]
-    tokenizer = train_tokenizer(texts, vocab_size=300)
-    model = tiny_random(TinyModelConfig(vocab_size=len(tokenizer), hidden_size=32, num_layers=2))
-    model.config.eos_token_id = tokenizer.eos_token_id
-    path = tmp_path_factory.mktemp("tiny")
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
+@pytest.fixture
+def model_dir(tiny_model_dir: Path) -> Path:
+    """The session's tiny random model (tests/train/conftest.py)."""
+    return tiny_model_dir
 
 
 def make_config(model_dir: Path, **overrides: Any) -> TrainConfig:
