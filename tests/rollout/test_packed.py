@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from posttrain.rollout import NativeEngine, NativeEngineConfig
-from posttrain.rollout.engine.packed import PackedWeights, packable
+from posttrain.rollout.engine.packed import ONEDNN, PackedWeights, linear, packable
 from tests.rollout.conftest import ARCHS, full_logits, prompt, tiny_model
 
 NO_CACHE = NativeEngineConfig(block_size=4, prefix_caching=False)  # so every call recomputes its prompt
@@ -36,7 +37,7 @@ def test_an_in_place_optimizer_step_is_seen_at_the_next_call() -> None:
     packed = engine.weights.packed
     assert packed is not None
     before = packed.layers[0].qkv
-    assert not packed.refresh() or packed.layers[0].qkv is before  # nothing changed: no repack
+    assert packed.refresh() and packed.layers[0].qkv is before  # nothing changed: no repack
     ids = prompt(16, seed=2)
     old_logits = full_logits(model, ids)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -78,12 +79,27 @@ def test_a_wrapper_injected_after_the_engine_was_built_runs_its_own_forward() ->
     assert engine.weights.packed is None
 
 
-def test_packed_layers_are_the_transposed_fused_weights() -> None:
+@pytest.mark.parametrize("onednn", sorted({False, ONEDNN}))
+def test_packed_layers_apply_the_fused_weights(onednn: bool) -> None:
     model = tiny_model("qwen2", seed=6)
-    packed = PackedWeights(model)
+    packed = PackedWeights(model, onednn=onednn)
     attn, mlp = model.model.layers[0].self_attn, model.model.layers[0].mlp
     layer = packed.layers[0]
-    assert torch.equal(layer.qkv, torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight]).t())
-    assert layer.qkv.is_contiguous() and layer.qkv_bias is not None  # Qwen2 has q/k/v biases
-    assert torch.equal(layer.gate_up, torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]).t())
-    assert torch.equal(packed.lm_head, model.lm_head.weight.t())
+    x, residual = torch.randn(5, 64), torch.randn(5, 64)
+    qkv = torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight])
+    bias = torch.cat([attn.q_proj.bias, attn.k_proj.bias, attn.v_proj.bias])  # Qwen2 has q/k/v biases
+    assert (linear(x, layer.qkv, layer.qkv_bias) - F.linear(x, qkv, bias)).abs().max().item() < 1e-5
+    gate_up = torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight])
+    assert (linear(x, layer.gate_up) - F.linear(x, gate_up)).abs().max().item() < 1e-5
+    down = linear(torch.randn(5, 128), layer.down, residual=residual)
+    assert down.shape == (5, 64)
+    out = linear(x, layer.o, residual=residual)
+    assert (out - (residual + F.linear(x, attn.o_proj.weight))).abs().max().item() < 1e-5
+    assert (linear(x, packed.lm_head) - model.lm_head(x)).abs().max().item() < 1e-5
+
+
+def test_the_transposed_form_without_onednn_engine_equals_the_modules() -> None:
+    model = tiny_model("llama", seed=7)
+    engine = NativeEngine(model, NO_CACHE)
+    engine.weights.packed = PackedWeights(model, onednn=False)
+    assert _max_error(engine, model, seed=5) < 1e-4

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from posttrain.rollout.engine.packed import PackedWeights, packable
+from posttrain.rollout.engine.packed import PackedWeights, linear, packable
 from posttrain.rollout.engine.rope import RotaryTables
 
 SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "qwen3")
@@ -109,7 +109,7 @@ class CausalLMWeights:
         cos, sin = cos[:, None, :], sin[:, None, :]  # [N, 1, D]
         if self.packed is not None:
             packed = self.packed.layers[layer]
-            qkv = torch.mm(h, packed.qkv) if packed.qkv_bias is None else torch.addmm(packed.qkv_bias, h, packed.qkv)
+            qkv = linear(h, packed.qkv, packed.qkv_bias)  # [N, (H+2Hkv)*D]
             split = (heads + self.num_kv_heads) * d
             qk, v = qkv[:, :split].view(n, -1, d), qkv[:, split:].view(n, -1, d)  # [N, H+Hkv, D], [N, Hkv, D]
             if not self.has_qk_norm:  # one rotation for the query and key heads together
@@ -131,14 +131,12 @@ class CausalLMWeights:
         """Output projection, residual, SwiGLU MLP, residual; `attn_out` is `[N, H*D]`."""
         block = self.decoder.layers[layer]
         mlp = block.mlp
-        if self.packed is not None:  # residual adds folded into the GEMMs: x + a @ W in one call
+        if self.packed is not None:  # residual adds folded into the GEMMs
             packed = self.packed.layers[layer]
-            x = torch.addmm(x, attn_out, packed.o)
-            if packed.o_bias is not None:
-                x = x + packed.o_bias
-            gate_up = torch.mm(rms_norm(x, block.post_attention_layernorm.weight, self.eps), packed.gate_up)
+            x = linear(attn_out, packed.o, packed.o_bias, residual=x)
+            gate_up = linear(rms_norm(x, block.post_attention_layernorm.weight, self.eps), packed.gate_up)
             inter = gate_up.shape[1] // 2  # [N, 2I]: gate, then up
-            return torch.addmm(x, mlp.act_fn(gate_up[:, :inter]) * gate_up[:, inter:], packed.down)
+            return linear(mlp.act_fn(gate_up[:, :inter]) * gate_up[:, inter:], packed.down, residual=x)
         x = x + project(block.self_attn.o_proj, attn_out)
         h = rms_norm(x, block.post_attention_layernorm.weight, self.eps)
         return x + project(mlp.down_proj, mlp.act_fn(project(mlp.gate_proj, h)) * project(mlp.up_proj, h))
@@ -147,7 +145,7 @@ class CausalLMWeights:
         """Final norm and LM head: `[M, E]` -> float32 `[M, V]`."""
         h = rms_norm(x, self.decoder.norm.weight, self.eps)
         if self.packed is not None:
-            return torch.mm(h, self.packed.lm_head).float()
+            return linear(h, self.packed.lm_head).float()
         return project(self.model.lm_head, h).float()
 
 

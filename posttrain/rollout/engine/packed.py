@@ -1,10 +1,13 @@
 """Packed projection weights for the CPU forward: per layer, q|k|v and gate|up concatenated, and every
-projection stored transposed (`[in, out]`, contiguous), so a step's projections are plain `x @ W`.
+projection (and the LM head) prepacked once for the GEMM that applies it.
 
-Why: a decode step multiplies a few dozen rows by every weight matrix. With the module's own
-`[out, in]` weights that is either `F.linear` (the transposed-operand GEMM) or `W @ x^T` followed by a
-transposing copy of the output; `x @ W` on a transposed copy needs neither, and fusing q/k/v and
-gate/up halves the projection calls per layer. Measured on SmolLM2-135M (docs/rollout.md, "W7").
+Why: a decode step multiplies a few dozen rows by every weight matrix, and at that size the GEMM
+spends much of its time rearranging the weight into the blocked layout its kernel reads, on every
+call. Prepacking does that once: oneDNN's blocked layout (`torch.ops.mkldnn._reorder_linear_weight`,
+the weight prepacking `torch.compile` uses on CPU) where the build has it, else a transposed `[in,
+out]` copy for a plain `x @ W`. Fusing q/k/v and gate/up halves the projection calls per layer, and
+the residual adds ride in the GEMMs. Measured on SmolLM2-135M (docs/rollout.md, "W7"). Results differ
+from `F.linear` by rounding (about 1e-6).
 
 Guarantees: the packed tensors always equal the module's current weights. Before each step the
 runner calls `refresh`, which compares every source parameter's storage and in-place version counter
@@ -12,8 +15,9 @@ runner calls `refresh`, which compares every source parameter's storage and in-p
 repacks when any changed; so weights updated in place (an optimizer step), through `update_weights`
 (which also forces a repack: writes through `param.data` bypass the counters) or by replacing a
 parameter's data are seen at the next step. A projection replaced by a wrapper (LoRA injected after
-the engine was built) makes `refresh` report the packed weights unusable. Costs: one extra copy of the packed weights (the whole
-model's projections and LM head) and one repack per weight update.
+the engine was built) makes `refresh` report the packed weights unusable.
+Costs: one more copy of the projection weights and the LM head (540 MB for SmolLM2-135M) and one
+repack per weight update.
 Not here: layers that are not plain `nn.Linear` (a LoRA wrapper, a quantised layer), which keep their
 own forward (`packable` is False and the model's modules are called), and non-CPU devices.
 """
@@ -25,11 +29,32 @@ from typing import Any
 
 import torch
 
+ONEDNN = bool(torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_reorder_linear_weight")
+              and hasattr(torch.ops.mkldnn, "_linear_pointwise"))
+"""Whether this torch build has oneDNN's prepacked linear (standard x86 and aarch64 CPU wheels do)."""
+
+
+def prepack(weight: torch.Tensor, onednn: bool) -> torch.Tensor:
+    """A `[out, in]` weight as `linear` takes it: oneDNN's blocked layout, or the transpose `[in, out]`."""
+    weight = weight.detach().contiguous()
+    return torch.ops.mkldnn._reorder_linear_weight(weight) if onednn else weight.t().contiguous()
+
+
+def linear(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | None = None,
+           residual: torch.Tensor | None = None) -> torch.Tensor:
+    """`x @ W^T (+ bias) (+ residual)` for `x` `[N, in]` and `packed` from `prepack` (either form)."""
+    if packed.layout == torch._mkldnn:  # type: ignore[attr-defined]
+        if residual is not None:
+            return torch.ops.mkldnn._linear_pointwise.binary(x, residual, packed, bias, "add")
+        return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "")
+    out = torch.mm(x, packed) if bias is None else torch.addmm(bias, x, packed)
+    return out if residual is None else out.add_(residual)
+
 
 @dataclass
 class PackedLayer:
-    """One decoder layer's projections, transposed: qkv `[E, (H+2Hkv)*D]`, o `[H*D, E]`, gate_up
-    `[E, 2*I]`, down `[I, E]`; the fused q/k/v bias `[(H+2Hkv)*D]` when the layer has biases."""
+    """One decoder layer's prepacked projections: q|k|v (with the fused q/k/v bias when the layer has
+    biases), o, gate|up and down."""
 
     qkv: torch.Tensor
     qkv_bias: torch.Tensor | None
@@ -59,10 +84,11 @@ def _signature(tensors: list[torch.Tensor]) -> tuple[tuple[int, int], ...]:
 
 
 class PackedWeights:
-    """Transposed, fused copies of a model's projections, kept equal to its parameters (`refresh`)."""
+    """Prepacked, fused copies of a model's projections, kept equal to its parameters (`refresh`)."""
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Any, onednn: bool = ONEDNN) -> None:
         self.model = model
+        self.onednn = onednn
         self.layers: list[PackedLayer] = []
         self.lm_head = torch.empty(0)
         self._modules: list[int] = []
@@ -86,8 +112,8 @@ class PackedWeights:
         signature = _signature(self._sources)
         if signature != self._signature or self._stale:
             with torch.no_grad():
-                self.layers = [_pack(layer) for layer in linears]
-                self.lm_head = self.model.lm_head.weight.detach().t().contiguous()  # [E, V]
+                self.layers = [_pack(layer, self.onednn) for layer in linears]
+                self.lm_head = prepack(self.model.lm_head.weight, self.onednn)
             self._signature, self._stale = signature, False
         return True
 
@@ -97,11 +123,11 @@ class PackedWeights:
         self._stale = True
 
 
-def _pack(linears: list[Any]) -> PackedLayer:
+def _pack(linears: list[Any], onednn: bool) -> PackedLayer:
     q, k, v, o, gate, up, down = linears
 
-    def t(*weights: torch.Tensor) -> torch.Tensor:
-        return torch.cat([w.detach() for w in weights]).t().contiguous()
+    def pack(*modules: Any) -> torch.Tensor:
+        return prepack(torch.cat([m.weight.detach() for m in modules]), onednn)
 
     biases = [m.bias for m in (q, k, v)]
     qkv_bias = None
@@ -109,5 +135,4 @@ def _pack(linears: list[Any]) -> PackedLayer:
         qkv_bias = torch.cat([b.detach() if b is not None else m.weight.new_zeros(m.out_features)
                               for b, m in zip(biases, (q, k, v), strict=True)])
     o_bias = o.bias.detach() if o.bias is not None else None
-    return PackedLayer(t(q.weight, k.weight, v.weight), qkv_bias, t(o.weight), o_bias, t(gate.weight, up.weight),
-                       t(down.weight))
+    return PackedLayer(pack(q, k, v), qkv_bias, pack(o), o_bias, pack(gate, up), pack(down))
