@@ -296,3 +296,21 @@ def test_members_needing_much_more_room_get_their_own_stage() -> None:
     # the short members' rows hold exactly their 8 reachable positions; the long one's start at 64
     assert {stage.capacity for stage, _ in placed} == {8, 64}
     assert err < 1e-5
+
+
+def test_groups_under_a_short_common_head_get_their_own_prefixes(qwen2: Any) -> None:
+    # two GRPO groups whose prompts share one block (a chat template's head) and then differ for five:
+    # each group attends its own prompt apart (sharing only the head, below the threshold of two
+    # blocks, they were all left without a prefix); logprobs stay those of a full forward
+    head = prompt(4, seed=9)
+    engine = NativeEngine(qwen2, NativeEngineConfig(block_size=4, shared_prefix_min_blocks=2))
+    params = SamplingParams(n=3, max_new_tokens=6, temperature=1.0, seed=1)
+    requests = [GenerationRequest(prompt_ids=head + prompt(21, seed=10 + i), params=params) for i in range(2)]
+    outputs = engine.generate(requests)
+    assert engine.stats()["decode_prefix_builds"] == 2
+    for request, output in zip(requests, outputs, strict=True):
+        ids = list(request.prompt_ids)
+        for sample in output.samples:
+            logits = full_logits(qwen2, ids + sample.token_ids)[len(ids) - 1 : -1]
+            expected = torch.log_softmax(logits, -1).gather(-1, torch.tensor(sample.token_ids)[:, None])[:, 0]
+            assert (torch.tensor(sample.logprobs) - expected).abs().max().item() < 1e-4

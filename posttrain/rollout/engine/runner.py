@@ -228,9 +228,9 @@ class ModelRunner:
             shared, fit, rest = self._live_prefix(first, members)
             for row, _ in fit:  # last step's prefix of these blocks takes the members that map it
                 prefix_of[row] = shared
-            shared = self._common_blocks(rest) if len(rest) > 1 else []
-            for row, _ in rest:
-                prefix_of[row] = shared if len(shared) >= self.min_shared_blocks else []
+            for shared, part in self._split_by_prefix(rest):
+                for row, _ in part:
+                    prefix_of[row] = shared
         chunks = [c for _, c in decode]
         placed = self.stages.assign([c.seq for c in chunks], [c.start for c in chunks],
                                     [prefix_of[row] for row, _ in decode])
@@ -249,10 +249,29 @@ class ModelRunner:
                 return shared, fit, [m for m in members if id(m) not in taken]
         return [], [], members
 
-    def _common_blocks(self, members: list[tuple[int, Chunk]]) -> list[int]:
-        """Leading full blocks all members map."""
+    def _split_by_prefix(self, members: list[tuple[int, Chunk]]) -> list[tuple[list[int], list[tuple[int, Chunk]]]]:
+        """Members partitioned by the leading full blocks they share: the blocks all of a part map when
+        they are at least `min_shared_blocks` (a document or system prompt before many questions),
+        else the part is split where its members' tables first differ and each piece is tried again
+        (GRPO groups whose prompts share only a short chat-template head); members left alone or
+        sharing too little attend no prefix."""
+        if len(members) < 2:
+            return [([], members)]
         tables = [c.seq.block_table[: c.start // self.block_size] for _, c in members]
-        return tables[0][: _common_prefix(tables)]
+        common = _common_prefix(tables)
+        if common >= self.min_shared_blocks:
+            return [(tables[0][:common], members)]
+        by_next: dict[int, list[tuple[int, Chunk]]] = {}
+        alone: list[tuple[int, Chunk]] = []
+        for member, table in zip(members, tables, strict=True):
+            if len(table) > common:
+                by_next.setdefault(table[common], []).append(member)
+            else:
+                alone.append(member)
+        parts: list[tuple[list[int], list[tuple[int, Chunk]]]] = [([], alone)] if alone else []
+        for part in by_next.values():
+            parts.extend(self._split_by_prefix(part))
+        return parts
 
     def _block_group(self, decode: list[tuple[int, Chunk]]) -> _Group:
         dev, bs = self.k.device, self.block_size
