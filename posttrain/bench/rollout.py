@@ -1,9 +1,10 @@
-"""`posttrain bench rollout`: native engine vs HF baselines on workloads W1-W6, in one run.
+"""`posttrain bench rollout`: native engine vs HF baselines on workloads W1-W7, in one run.
 
 Usage: `posttrain bench rollout [--quick] [--json] [--out DIR] [--models small,medium] [--workloads W1,W3]`.
-Random-weight Qwen2 models (about 6M and 30M parameters, float32, 2 threads) are built from configs,
-nothing is downloaded. Every figure is reported next to its baseline measured in the same run, and as a
-ratio; wall times are only comparable within one run. `--quick` scales the sizes down (recorded in the
+Random-weight Qwen2 models (about 6M and 30M parameters, float32, 2 threads) are built from configs;
+`smollm2` is SmolLM2-135M-Instruct from the packaged GGUF (`posttrain.train.models.load_model`, its
+default workload W7: a GRPO step on real text). Nothing is downloaded. Every figure is reported next
+to its baseline measured in the same run, and as a ratio; wall times are only comparable within one run. `--quick` scales the sizes down (recorded in the
 JSON) so a run takes a few minutes on two cores. Writes `DIR/rollout.json` (default bench/results).
 """
 
@@ -29,13 +30,24 @@ MODELS: dict[str, dict[str, Any]] = {
     # sets the W2 TTFT ratio and does not depend on depth, looks at a real model's width.
     "wide": {"vocab_size": 8192, "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 2,
              "num_attention_heads": 14, "num_key_value_heads": 2},
+    # SmolLM2-135M-Instruct (hidden 576, 30 layers, 9 query / 3 KV heads, vocab 49,152), loaded, not built.
+    "smollm2": {},
 }
+PRETRAINED = {"smollm2": "smollm2-135m"}
+"""Models loaded through `posttrain.train.models.load_model` (a preset name) instead of built at random."""
+DEFAULT_WORKLOADS = "W1,W2,W3,W4,W5,W6,W7,proj"
+PRETRAINED_WORKLOADS = "W7"
+"""What runs on a pretrained model unless `--workloads` says otherwise (W1-W6 at full size take long)."""
 
 
 def build_model(name: str) -> Any:
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
+    if name in PRETRAINED:
+        from posttrain.train.models import ModelConfig, load_model
+
+        return load_model(ModelConfig(preset=PRETRAINED[name]))[0]
     torch.manual_seed(0)
     config = Qwen2Config(**MODELS[name], max_position_embeddings=65536, tie_word_embeddings=True)
     return Qwen2ForCausalLM(config).eval()
@@ -43,11 +55,12 @@ def build_model(name: str) -> Any:
 
 def _workloads() -> dict[str, Callable[[Any, Any], dict[str, Any]]]:
     from posttrain.bench import rollout_long as long
+    from posttrain.bench import rollout_text as text
     from posttrain.bench import rollout_workloads as w
 
     return {"W1": w.w1_grpo_group, "W2": w.w2_multi_turn, "W3": w.w3_shared_system_prompt,
             "W4": w.w4_tiered, "W5": long.w5_chunked_prefill, "W6": long.w6_long_context,
-            "proj": w.projections}
+            "W7": text.w7_text_group, "proj": w.projections}
 
 
 def targets(results: dict[str, Any]) -> dict[str, Any]:
@@ -76,7 +89,16 @@ def targets(results: dict[str, Any]) -> dict[str, Any]:
         "W5 chunked ITL below unchunked": check(
             None if chunk_small is None or chunk_inf is None else chunk_inf / chunk_small, lambda v: v > 1),
         "KV waste < 1 block per sequence": check(get("W1", "max_waste_slots"), lambda v: v < 16),
+        "W7 >= 4x B0": check(get("W7", "speedup_vs_B0"), lambda v: v >= 4),
+        "W7 >= 4x generate": check(get("W7", "speedup_vs_generate"), lambda v: v >= 4),
     }
+
+
+def _shape(model: Any) -> dict[str, Any]:
+    c = model.config
+    keys = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+            "num_key_value_heads")
+    return {k: getattr(c, k) for k in keys}
 
 
 def _print_table(report: dict[str, Any]) -> None:
@@ -106,10 +128,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--out", default="bench/results", help="directory for rollout.json")
     parser.add_argument("--quick", action="store_true", help="scaled-down sizes (a few minutes on 2 cores)")
-    parser.add_argument("--models", default=None, help="comma list of small,medium,wide (default small,medium;"
-                        " quick: small)")
-    parser.add_argument("--workloads", default="W1,W2,W3,W4,W5,W6,proj",
-                        help="comma list of W1..W6 and proj (projection micro-benchmark)")
+    parser.add_argument("--models", default=None, help="comma list of small,medium,wide,smollm2 (default"
+                        " small,medium; quick: small)")
+    parser.add_argument("--workloads", default=None,
+                        help=f"comma list of W1..W7 and proj (projection micro-benchmark); default {DEFAULT_WORKLOADS}"
+                        f", {PRETRAINED_WORKLOADS} on smollm2")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     return parser.parse_args(argv)
 
@@ -124,7 +147,6 @@ def main(argv: list[str]) -> int:
     torch.set_num_threads(args.threads)
     sizes = BenchSizes.quick() if args.quick else BenchSizes()
     model_names = (args.models or ("small" if args.quick else "small,medium")).split(",")
-    chosen = [w.strip() for w in args.workloads.split(",")]
     table = _workloads()
     report: dict[str, Any] = {
         "command": "posttrain bench rollout " + " ".join(argv), "quick": args.quick,
@@ -134,7 +156,9 @@ def main(argv: list[str]) -> int:
     start = time.perf_counter()
     for name in model_names:
         model = build_model(name)
-        report["models"][name] = {**MODELS[name], "parameters": sum(p.numel() for p in model.parameters())}
+        report["models"][name] = {**_shape(model), "parameters": sum(p.numel() for p in model.parameters())}
+        default = PRETRAINED_WORKLOADS if name in PRETRAINED else DEFAULT_WORKLOADS
+        chosen = [w.strip() for w in (args.workloads or default).split(",")]
         results: dict[str, Any] = {}
         for workload in chosen:
             print(f"[bench rollout] {name} {workload}", file=sys.stderr, flush=True)

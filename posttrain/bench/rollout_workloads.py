@@ -47,12 +47,18 @@ class BenchSizes(BaseModel):
     w6_new_tokens: int = 32
     w6_window_tokens: int = 1024
     w6_quest_blocks: int = 64
+    w7_prompts: int = 4
+    w7_group: int = 8
+    w7_prompt_tokens: int = 200
+    w7_new_tokens: int = 64
+    w7_rounds: int = 3
 
     @classmethod
     def quick(cls) -> BenchSizes:
         return cls(w1_prompt_tokens=512, w1_new_tokens=32, w2_tool_tokens=64, w2_new_tokens=16,
                    w3_shared_tokens=512, w3_unique_tokens=32, w3_new_tokens=8, w5_long_prompt_tokens=2048,
-                   w6_context_tokens=4096, w6_new_tokens=16, w6_window_tokens=512, w6_quest_blocks=32)
+                   w6_context_tokens=4096, w6_new_tokens=16, w6_window_tokens=512, w6_quest_blocks=32,
+                   w7_new_tokens=32)
 
 
 BLOCK_SIZE = 16

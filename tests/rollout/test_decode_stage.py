@@ -227,3 +227,90 @@ def test_prefix_attention_kernel_equals_softmax_attention() -> None:
     scores = q @ k.transpose(-1, -2)  # [Hkv, M, P]
     assert (out - torch.softmax(scores, -1) @ v).abs().max().item() < 1e-5
     assert (lse - torch.logsumexp(scores, -1, keepdim=True)).abs().max().item() < 1e-5
+
+
+def _assign_step(cache: StageCache, pool: tuple[torch.Tensor, torch.Tensor], seqs: list[SeqState],
+                 starts: list[int], shared: list[list[int]]) -> float:
+    """`_step` for members that each attend their own `shared` blocks apart, through `assign`."""
+    gen = torch.Generator().manual_seed(sum(starts))
+    placed = cache.assign(seqs, starts, shared)
+    assert sorted(i for _, idx in placed for i in idx) == list(range(len(seqs)))
+    err = 0.0
+    for layer in range(L):
+        k_new, v_new, q = (torch.randn(len(seqs), n, D, generator=gen) for n in (HKV, HKV, H))
+        for b, (seq, p) in enumerate(zip(seqs, starts, strict=True)):
+            slot = seq.block_table[p // BS] * BS + p % BS
+            pool[0][layer, slot], pool[1][layer, slot] = k_new[b], v_new[b]
+        for stage, idx in placed:
+            index = torch.tensor(idx)
+            stage.write(layer, k_new[index], v_new[index])
+            out = stage.attend(layer, q[index])
+            for row, b in enumerate(idx):
+                err = max(err, (out[row] - _reference(pool, layer, seqs[b], starts[b], q[b])).abs().max().item())
+    cache.end_step()
+    return err
+
+
+def test_members_of_several_prefixes_and_of_none_share_one_stage_exactly() -> None:
+    # two GRPO-like groups (prefix blocks 0-2 and 3-4) and two members without a prefix, in one size
+    # class: one stage, one kernel call per prefix, rows in any order, members leaving and joining
+    gen = torch.Generator().manual_seed(5)
+    pool = (torch.randn(L, SLOTS, HKV, D, generator=gen), torch.randn(L, SLOTS, HKV, D, generator=gen))
+    groups = {0: [0, 1, 2], 1: [3, 4], 2: []}
+    seqs, shared, starts = [], [], []
+    for i in range(8):
+        g = i % 3
+        own = [10 + 6 * i + j for j in range(6)]
+        table = groups[g] + own if g < 2 else [60 + 6 * i + j for j in range(8)]
+        seqs.append(_budget_seq(i, table, 4 * len(groups[g]) + 1))
+        shared.append(groups[g])
+        starts.append(4 * len(groups[g]) + 1 + i % 2)
+    cache = StageCache(pool[0], pool[1], BS)
+    errors = []
+    for step in range(6):
+        order = list(range(len(seqs)))[::-1] if step % 2 else list(range(len(seqs)))
+        errors.append(_assign_step(cache, pool, [seqs[i] for i in order], [starts[i] for i in order],
+                                   [shared[i] for i in order]))
+        starts = [p + 1 for p in starts]
+        if step == 2:  # one member of each kind leaves
+            keep = [i for i in range(len(seqs)) if i not in (0, 4, 2)]
+            seqs, shared, starts = [seqs[i] for i in keep], [shared[i] for i in keep], [starts[i] for i in keep]
+    counters = cache.counters
+    assert counters["decode_stage_builds"] == 1 and counters["decode_prefix_builds"] == 2
+    assert counters["decode_stage_cuts"] == 3
+    assert max(errors) < 1e-5
+
+
+def test_members_needing_much_more_room_get_their_own_stage() -> None:
+    # a member that can reach 200 own positions does not widen the rows of members that reach 8
+    gen = torch.Generator().manual_seed(6)
+    pool = (torch.randn(L, SLOTS, HKV, D, generator=gen), torch.randn(L, SLOTS, HKV, D, generator=gen))
+    short = [SeqState(i, 0, i, [0] * 12, 12, SamplingParams(max_new_tokens=8),
+                      block_table=[0, 1, 2, 10 + 3 * i, 11 + 3 * i, 12 + 3 * i]) for i in range(3)]
+    long = _budget_seq(3, [40 + j for j in range(60)], 20)
+    seqs, starts = [*short, long], [12, 12, 12, 20]
+    cache = StageCache(pool[0], pool[1], BS)
+    err = _assign_step(cache, pool, seqs, starts, [[0, 1, 2]] * 3 + [[]])
+    placed = cache.assign(seqs, [p + 1 for p in starts], [[0, 1, 2]] * 3 + [[]])
+    assert sorted(idx for _, idx in placed) == [[0, 1, 2], [3]]
+    # the short members' rows hold exactly their 8 reachable positions; the long one's start at 64
+    assert {stage.capacity for stage, _ in placed} == {8, 64}
+    assert err < 1e-5
+
+
+def test_groups_under_a_short_common_head_get_their_own_prefixes(qwen2: Any) -> None:
+    # two GRPO groups whose prompts share one block (a chat template's head) and then differ for five:
+    # each group attends its own prompt apart (sharing only the head, below the threshold of two
+    # blocks, they were all left without a prefix); logprobs stay those of a full forward
+    head = prompt(4, seed=9)
+    engine = NativeEngine(qwen2, NativeEngineConfig(block_size=4, shared_prefix_min_blocks=2))
+    params = SamplingParams(n=3, max_new_tokens=6, temperature=1.0, seed=1)
+    requests = [GenerationRequest(prompt_ids=head + prompt(21, seed=10 + i), params=params) for i in range(2)]
+    outputs = engine.generate(requests)
+    assert engine.stats()["decode_prefix_builds"] == 2
+    for request, output in zip(requests, outputs, strict=True):
+        ids = list(request.prompt_ids)
+        for sample in output.samples:
+            logits = full_logits(qwen2, ids + sample.token_ids)[len(ids) - 1 : -1]
+            expected = torch.log_softmax(logits, -1).gather(-1, torch.tensor(sample.token_ids)[:, None])[:, 0]
+            assert (torch.tensor(sample.logprobs) - expected).abs().max().item() < 1e-4

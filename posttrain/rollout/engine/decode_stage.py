@@ -3,13 +3,20 @@
 A decode step reads the whole context of every decoding sequence. Gathering that context from its
 scattered blocks at every step copies it (per layer) before attention reads it again, so a decode
 step moved about three times the bytes of the KV it needs, and on small models that traffic was most
-of the step. A `DecodeStage` keeps its members' KV in contiguous tensors `[L, R, Hkv, cap, D]`, one
-row per member, and appends each step's new position next to the pool write, so a step reads every
-cached key once. Members that map the same leading blocks (a GRPO group, agent episodes under one
-system prompt, questions about one document) keep those blocks once (`[L, Hkv, P, D]`) and attend
-them in one call for the whole stage (on CPU the flash kernel, which never materialises the
-`[rows, P]` scores and returns their log-sum-exps; elsewhere a matmul pair); the two parts are merged
-by their log-sum-exps (cascade attention), which equals attention over the concatenation.
+of the step. A `DecodeStage` keeps its members' own KV in contiguous tensors `[L, R, Hkv, cap, D]`,
+one row per member, and appends each step's new position next to the pool write, so a step reads
+every cached key once. Members that map the same leading blocks (a GRPO group, agent episodes under
+one system prompt, questions about one document) keep those blocks once, as a staged prefix
+(`[L, Hkv, P, D]`), and attend them in one call per prefix (on CPU the flash kernel, which never
+materialises the `[rows, P]` scores and returns their log-sum-exps; elsewhere a matmul pair); each
+row's own part and its prefix are merged by their log-sum-exps (cascade attention), which equals
+attention over the concatenation.
+
+One stage holds members of any number of prefixes (and members with none), so a step's attention is
+one batched computation over all its rows plus one kernel call per prefix, not a dozen operations per
+GRPO group and layer. Stages are keyed by size class (`_size_class`: the power of two at or above the
+positions a member can still reach), so a member never shares its row width with one that needs
+more than twice its room.
 
 Membership changes cost only the rows that change (slot rows). Live rows are always `0..n-1`; a
 step's members map to rows in any order (queries are permuted into row order and outputs back). A
@@ -22,13 +29,13 @@ a constant factor of the live members' context).
 
 Validity: a staged position is a copy of KV that never changes while its sequence keeps the same
 block table object (positions below `num_computed` are never rewritten; a preempted or readmitted
-sequence gets a new table). A row is kept only while its member has the table it was staged from and
-is exactly one position further, else the row is dropped and gathered again. The shared prefix is
-trusted across steps only while some member stays from the previous step (it holds those blocks, so
-they cannot be freed and refilled); a stage with no staying member is built afresh. `StageCache`
-keys stages by their shared blocks and drops every stage a step does not use. The pool stays the
-source of truth; nothing is written back.
-Not here: which sequences share a stage (the runner decides), sparse attention modes (not staged).
+sequence gets a new table). A row is kept only while its member has the table it was staged from,
+the same prefix length, and is exactly one position further, else the row is dropped and gathered
+again. A staged prefix is trusted across steps only while some member mapping it stays from the
+previous step (it holds those blocks, so they cannot be freed and refilled), else it is gathered
+again; a stage with no staying member is built afresh. `StageCache` drops every stage and prefix a
+step does not use. The pool stays the source of truth; nothing is written back.
+Not here: which sequences share a prefix (the runner decides), sparse attention modes (not staged).
 """
 
 from __future__ import annotations
@@ -42,6 +49,8 @@ from posttrain.rollout.engine.seq_state import SeqState
 
 NEG_INF = float("-inf")
 MIN_ROWS = 4
+PrefixKV = tuple[torch.Tensor, torch.Tensor]
+"""A staged prefix's keys and values `[L, Hkv, P, D]`."""
 
 
 def _capacity(num_positions: int, most: int | None = None) -> int:
@@ -55,48 +64,51 @@ def _rows_for(n: int) -> int:
     return max(MIN_ROWS, 1 << max(0, n - 1).bit_length())
 
 
-class DecodeStage:
-    """Staged KV of decoding sequences whose first `len(shared)` blocks are common (see module doc)."""
+def _size_class(most: int) -> int:
+    """The stage a member with room for `most` own positions joins: the power of two at or above it."""
+    return 1 << max(0, most - 1).bit_length()
 
-    def __init__(self, pool_k: torch.Tensor, shared: list[int], block_size: int,
-                 prefix: tuple[torch.Tensor, torch.Tensor] | None, rows: int, cap: int) -> None:
-        self.shared = shared
+
+def _room(seq: SeqState, first: int) -> int:
+    """Own positions (from `first`) the member can reach within its token budget."""
+    return seq.prompt_len + seq.params.max_new_tokens - first
+
+
+class DecodeStage:
+    """Staged own KV of decoding sequences, each attending its staged prefix apart (see module doc)."""
+
+    def __init__(self, pool_k: torch.Tensor, block_size: int, rows: int, cap: int) -> None:
         self.block_size = block_size
-        self.first_pos = len(shared) * block_size
-        self.prefix = prefix  # shared blocks' keys and values [L, Hkv, P, D]
         num_layers, _, hkv, d = pool_k.shape
         self.k = pool_k.new_zeros(num_layers, rows, hkv, cap, d)  # zeros: finite under the -inf bias
         self.v = pool_k.new_zeros(num_layers, rows, hkv, cap, d)
         self.bias = pool_k.new_full((rows, cap), NEG_INF)  # 0 where staged, -inf elsewhere
         self.seq_ids: list[int] = []  # per live row
         self.tables: list[list[int]] = []  # the members' block table objects, to detect preemption
-        self.lengths: list[int] = []  # staged positions per row, from first_pos on
+        self.firsts: list[int] = []  # first own position per row (the positions of its prefix)
+        self.lengths: list[int] = []  # staged own positions per row
         self.member_rows = torch.empty(0, dtype=torch.long, device=pool_k.device)  # this step's row per member
+        self._rows: list[int] = []
         self._order: torch.Tensor | None = None  # member index per row; None when rows are in member order
         self._write_index = torch.empty(0, dtype=torch.long, device=pool_k.device)
         self._width = 0
+        self._plan: list[tuple[PrefixKV, slice | torch.Tensor, int]] = []  # prefix, its rows, how many
+        self._plain_rows = 0  # rows without a prefix (last in plan order)
+        self._unplan: torch.Tensor | None = None  # plan order -> row order; None when equal
 
     @classmethod
-    def gather(cls, pool_k: torch.Tensor, pool_v: torch.Tensor, block_size: int,
-               members: Sequence[SeqState], starts: Sequence[int], shared: Sequence[int]) -> DecodeStage:
-        """Stage each member's KV before its position in `starts`, copied from the pool."""
-        prefix = None
-        if shared:
-            dev, bs = pool_k.device, block_size
-            blocks = torch.tensor(list(shared), dtype=torch.long)
-            slots = (blocks[:, None] * bs + torch.arange(bs)).flatten().to(dev)
-            # [L, P, Hkv, D] -> [L, Hkv, P, D]: each head's keys contiguous for one matmul per stage
-            prefix = (pool_k[:, slots].transpose(1, 2).contiguous(), pool_v[:, slots].transpose(1, 2).contiguous())
-        first_pos = len(shared) * block_size
-        need = max(p - first_pos for p in starts) + 1
-        most = max(s.prompt_len + s.params.max_new_tokens for s in members) - first_pos
-        stage = cls(pool_k, list(shared), block_size, prefix, _rows_for(len(members)), _capacity(need, most))
-        stage.update(pool_k, pool_v, members, starts)
+    def gather(cls, pool_k: torch.Tensor, pool_v: torch.Tensor, block_size: int, members: Sequence[SeqState],
+               starts: Sequence[int], firsts: Sequence[int]) -> DecodeStage:
+        """Stage each member's own KV (from its position in `firsts` to the one before `starts`)."""
+        need = max(p - f for p, f in zip(starts, firsts, strict=True)) + 1
+        most = max(_room(s, f) for s, f in zip(members, firsts, strict=True))
+        stage = cls(pool_k, block_size, _rows_for(len(members)), _capacity(need, most))
+        stage.update(pool_k, pool_v, members, starts, firsts)
         return stage
 
     def tensors(self) -> list[torch.Tensor]:
-        """The tensors this stage holds (for memory accounting)."""
-        return [self.k, self.v, self.bias, *(self.prefix or ())]
+        """The tensors this stage holds (for memory accounting; prefixes are the cache's)."""
+        return [self.k, self.v, self.bias]
 
     @property
     def capacity(self) -> int:
@@ -106,13 +118,17 @@ class DecodeStage:
     def num_rows(self) -> int:
         return len(self.seq_ids)
 
-    def staying(self, members: Sequence[SeqState], starts: Sequence[int]) -> dict[int, int]:
-        """Member index -> row of the members whose rows hold exactly their context before `starts`."""
+    def staying(self, members: Sequence[SeqState], starts: Sequence[int],
+                firsts: Sequence[int] | None = None) -> dict[int, int]:
+        """Member index -> row of the members whose rows hold exactly their context before `starts`
+        (from `firsts`, when given, else from wherever the row starts)."""
         row_of = {sid: r for r, sid in enumerate(self.seq_ids)}
         out = {}
         for b, (s, p) in enumerate(zip(members, starts, strict=True)):
             r = row_of.get(s.seq_id)
-            if r is not None and s.block_table is self.tables[r] and p == self.first_pos + self.lengths[r]:
+            if r is None or s.block_table is not self.tables[r] or p != self.firsts[r] + self.lengths[r]:
+                continue
+            if firsts is None or firsts[b] == self.firsts[r]:
                 out[b] = r
         return out
 
@@ -121,22 +137,22 @@ class DecodeStage:
         return len(members) == self.num_rows and len(self.staying(members, starts)) == len(members)
 
     def update(self, pool_k: torch.Tensor, pool_v: torch.Tensor, members: Sequence[SeqState],
-               starts: Sequence[int]) -> tuple[int, int]:
+               starts: Sequence[int], firsts: Sequence[int]) -> tuple[int, int]:
         """Make rows `0..n-1` hold exactly `members` before `starts`: rows of members gone (or stale)
         are freed, joining members' KV is gathered into free rows. Returns (joined, left)."""
-        keep = self.staying(members, starts)  # member -> row
+        keep = self.staying(members, starts, firsts)  # member -> row
         left = self.num_rows - len(keep)
         n = len(members)
-        if left == 0 and n == len(keep) and all(b == r for b, r in keep.items()) and n == len(self.member_rows):
-            return 0, 0  # the same members in the same order, one position further
+        if left == 0 and n == len(keep) and [keep[b] for b in range(n)] == self._rows:
+            return 0, 0  # the same members in the same rows and order, one position further
         keep = self._compact(keep, n)
-        self._resize(n, members, starts)
+        self._resize(n, members, starts, firsts)
         used = set(keep.values())
         free = iter(r for r in range(n) if r not in used)
         row = [keep[b] if b in keep else next(free) for b in range(n)]
-        self.seq_ids, self.tables, self.lengths = [0] * n, [[]] * n, [0] * n
-        for s, p, r in zip(members, starts, row, strict=True):
-            self.seq_ids[r], self.tables[r], self.lengths[r] = s.seq_id, s.block_table, p - self.first_pos
+        self.seq_ids, self.tables, self.firsts, self.lengths = [0] * n, [[]] * n, [0] * n, [0] * n
+        for s, p, f, r in zip(members, starts, firsts, row, strict=True):
+            self.seq_ids[r], self.tables[r], self.firsts[r], self.lengths[r] = s.seq_id, s.block_table, f, p - f
         joining = [b for b in range(n) if b not in keep]
         if joining:
             self._fill(pool_k, pool_v, [members[b] for b in joining], [row[b] for b in joining])
@@ -156,6 +172,7 @@ class DecodeStage:
 
     def _set_order(self, row: list[int]) -> None:
         dev = self.k.device
+        self._rows = row
         self.member_rows = torch.tensor(row, dtype=torch.long, device=dev)
         if row == list(range(len(row))):
             self._order = None
@@ -164,6 +181,34 @@ class DecodeStage:
         for b, r in enumerate(row):
             order[r] = b
         self._order = torch.tensor(order, dtype=torch.long, device=dev)
+
+    def plan(self, prefixes: Sequence[PrefixKV | None]) -> None:
+        """Set the staged prefix each member (member order) attends apart this step; None for none."""
+        by_row: list[PrefixKV | None] = [None] * len(prefixes)
+        for b, r in enumerate(self._rows):
+            by_row[r] = prefixes[b]
+        groups: dict[int, tuple[PrefixKV, list[int]]] = {}
+        plain = []
+        for r, kv in enumerate(by_row):
+            if kv is None:
+                plain.append(r)
+            else:
+                groups.setdefault(id(kv[0]), (kv, []))[1].append(r)
+        dev = self.k.device
+        self._plan = []
+        for kv, rows in groups.values():
+            span = rows == list(range(rows[0], rows[0] + len(rows)))
+            index = slice(rows[0], rows[-1] + 1) if span else torch.tensor(rows, dtype=torch.long, device=dev)
+            self._plan.append((kv, index, len(rows)))
+        self._plain_rows = len(plain)
+        order = [r for _, rows in groups.values() for r in rows] + plain
+        if order == list(range(len(order))):
+            self._unplan = None
+        else:
+            unplan = [0] * len(order)
+            for i, r in enumerate(order):
+                unplan[r] = i
+            self._unplan = torch.tensor(unplan, dtype=torch.long, device=dev)
 
     def advance(self) -> None:
         """Make room for one more position per member; the step's forward writes it (`write`)."""
@@ -196,32 +241,41 @@ class DecodeStage:
         qg = q.view(b, hkv, h // hkv, d) * d**-0.5  # [B, Hkv, G, D]
         k, v = self.k[layer, :b, :, :width], self.v[layer, :b, :, :width]  # [B, Hkv, S, D]
         scores = torch.matmul(qg, k.transpose(-1, -2)) + self.bias[:b, None, None, :width]  # [B, Hkv, G, S]
-        if self.prefix is None:
+        if not self._plan:
             out = torch.matmul(torch.softmax(scores, -1), v).reshape(b, h, d)
         else:
             out = self._cascade(layer, qg, scores, v).reshape(b, h, d)
         return out if self._order is None else out[self.member_rows]
 
     def _cascade(self, layer: int, qg: torch.Tensor, scores: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        assert self.prefix is not None
-        b, hkv, _, d = qg.shape
-        k_pre, v_pre = self.prefix[0][layer], self.prefix[1][layer]  # [Hkv, P, D]
-        q_pre = qg.transpose(0, 1).reshape(hkv, -1, d)  # [Hkv, B*G, D]
-        out_pre, lse_pre = _prefix_attention(q_pre, k_pre, v_pre)  # [Hkv, B*G, D], [Hkv, B*G, 1]
-        out_pre = out_pre.view(hkv, b, -1, d).transpose(0, 1)  # [B, Hkv, G, D]
-        lse_pre = lse_pre.view(hkv, b, -1, 1).transpose(0, 1)  # [B, Hkv, G, 1]
+        """Own part and each row's prefix, merged: out = own + sigmoid(lse_pre - lse_own) (pre - own),
+        i.e. each part weighted by its share exp(lse_part - lse) of the whole softmax."""
+        _, hkv, g, d = qg.shape
+        outs, lses = [], []
+        for (k_pre, v_pre), index, count in self._plan:
+            q_pre = qg[index].transpose(0, 1).reshape(hkv, count * g, d)  # [Hkv, n*G, D]
+            out_p, lse_p = _prefix_attention(q_pre, k_pre[layer], v_pre[layer])  # [Hkv, n*G, D], [Hkv, n*G, 1]
+            outs.append(out_p.view(hkv, count, g, d))
+            lses.append(lse_p.view(hkv, count, g, 1))
+        if self._plain_rows:  # rows without a prefix: weight 0
+            outs.append(qg.new_zeros(hkv, self._plain_rows, g, d))
+            lses.append(qg.new_full((hkv, self._plain_rows, g, 1), NEG_INF))
+        out_pre = outs[0] if len(outs) == 1 else torch.cat(outs, 1)  # [Hkv, B, G, D], plan order
+        lse_pre = lses[0] if len(lses) == 1 else torch.cat(lses, 1)
+        if self._unplan is not None:
+            out_pre, lse_pre = out_pre[:, self._unplan], lse_pre[:, self._unplan]
+        out_pre, lse_pre = out_pre.transpose(0, 1), lse_pre.transpose(0, 1)  # [B, Hkv, G, D], [B, Hkv, G, 1]
         lse_own = torch.logsumexp(scores, -1, keepdim=True)  # [B, Hkv, G, 1]
-        out_own = torch.matmul(torch.exp(scores - lse_own), v)  # [B, Hkv, G, D]
-        lse = torch.logaddexp(lse_pre, lse_own)
-        return out_pre * torch.exp(lse_pre - lse) + out_own * torch.exp(lse_own - lse)
+        out_own = torch.matmul(torch.softmax(scores, -1), v)  # [B, Hkv, G, D]
+        return torch.addcmul(out_own, torch.sigmoid(lse_pre - lse_own), out_pre - out_own)
 
     # ---- rows ------------------------------------------------------------------------------
-    def _resize(self, n: int, members: Sequence[SeqState], starts: Sequence[int]) -> None:
+    def _resize(self, n: int, members: Sequence[SeqState], starts: Sequence[int], firsts: Sequence[int]) -> None:
         """Rows and positions for `n` members at `starts`: grown by doubling, rows halved when at most
         a quarter are live (the live rows already lie below `n`)."""
         rows, cap = self.k.shape[1], self.capacity
-        need = max(p - self.first_pos for p in starts) + 1
-        most = max(s.prompt_len + s.params.max_new_tokens for s in members) - self.first_pos
+        need = max(p - f for p, f in zip(starts, firsts, strict=True)) + 1
+        most = max(_room(s, f) for s, f in zip(members, firsts, strict=True))
         new_rows = _rows_for(n) if n > rows else _rows_for(2 * n) if rows > MIN_ROWS and 4 * n <= rows else rows
         new_cap = _capacity(need, most if most >= need else None) if need > cap else cap
         if (new_rows, new_cap) != (rows, cap):
@@ -248,15 +302,15 @@ class DecodeStage:
         self.bias[t] = self.bias[s]
 
     def _fill(self, pool_k: torch.Tensor, pool_v: torch.Tensor, joiners: list[SeqState], rows: list[int]) -> None:
-        """Gather each joiner's own positions (from first_pos to its staged length) into its row."""
+        """Gather each joiner's own positions (from its first to its staged length) into its row."""
         dev, bs = self.k.device, self.block_size
         lengths = [self.lengths[r] for r in rows]
         width = max(lengths)
         own = torch.zeros(len(joiners), width, dtype=torch.long)  # unstaged: slot 0, finite, masked
-        for j, (seq, length) in enumerate(zip(joiners, lengths, strict=True)):
-            positions = torch.arange(self.first_pos, self.first_pos + length)
+        for j, (seq, r) in enumerate(zip(joiners, rows, strict=True)):
+            positions = torch.arange(self.firsts[r], self.firsts[r] + self.lengths[r])
             table = torch.tensor(seq.block_table, dtype=torch.long)
-            own[j, :length] = table[positions // bs] * bs + positions % bs
+            own[j, : self.lengths[r]] = table[positions // bs] * bs + positions % bs
         index = torch.tensor(rows, dtype=torch.long, device=dev)
         cap = self.capacity
         staged = torch.arange(cap)[None, :] < torch.tensor(lengths)[:, None]  # [J, cap]
@@ -270,14 +324,17 @@ class DecodeStage:
 
 
 class StageCache:
-    """The stages of the current step, keyed by their shared blocks; a stage no step uses is dropped."""
+    """This step's stages (keyed by size class) and staged prefixes (keyed by their blocks); a stage or
+    prefix no step uses is dropped."""
 
     def __init__(self, pool_k: torch.Tensor, pool_v: torch.Tensor, block_size: int) -> None:
         self.pool_k, self.pool_v, self.block_size = pool_k, pool_v, block_size
-        self._stages: dict[tuple[int, ...], DecodeStage] = {}
-        self._next: dict[tuple[int, ...], DecodeStage] = {}
+        self._stages: dict[int, DecodeStage] = {}
+        self._next: dict[int, DecodeStage] = {}
+        self._prefixes: dict[tuple[int, ...], PrefixKV] = {}
+        self._next_prefixes: dict[tuple[int, ...], PrefixKV] = {}
         self.counters = {"decode_stage_builds": 0, "decode_stage_cuts": 0, "decode_stage_joins": 0,
-                         "peak_decode_stage_mb": 0.0}
+                         "decode_prefix_builds": 0, "peak_decode_stage_mb": 0.0}
 
     def find(self, members: Sequence[SeqState], starts: Sequence[int]) -> DecodeStage | None:
         """The stage holding exactly these members at these positions, or None."""
@@ -287,39 +344,83 @@ class StageCache:
         return None
 
     def prefixes(self, first_block: int) -> list[list[int]]:
-        """Shared blocks of the live stages whose prefix starts with `first_block`, longest first."""
-        found = [st.shared for st in self._stages.values() if st.shared and st.shared[0] == first_block]
+        """Blocks of the live staged prefixes that start with `first_block`, longest first."""
+        found = [list(key) for key in self._prefixes if key and key[0] == first_block]
         return sorted(found, key=len, reverse=True)
 
     def use(self, members: Sequence[SeqState], starts: Sequence[int], shared: Sequence[int]) -> DecodeStage:
-        """This step's stage for `members` sharing `shared`, advanced one position: the last step's
-        stage of that prefix with its rows updated (joins gathered, leaves freed), else built."""
-        key = tuple(shared)
-        assert key not in self._next, "one stage per prefix and step"
-        stage = self._stages.get(key)
-        if stage is not None and not stage.staying(members, starts):
-            stage = None  # nobody stays: the prefix blocks may have been freed and refilled
+        """The stage of members that all map `shared` and fall in one size class (see `assign`)."""
+        placed = self.assign(members, starts, [shared] * len(members))
+        assert len(placed) == 1, "members of several size classes"
+        return placed[0][0]
+
+    def assign(self, members: Sequence[SeqState], starts: Sequence[int],
+               shared: Sequence[Sequence[int]]) -> list[tuple[DecodeStage, list[int]]]:
+        """This step's stages for every exact-decode member (member i attends `shared[i]` apart, none
+        when empty), each advanced one position, with the indices of its members in the order its
+        `write` and `attend` take them."""
+        bs = self.block_size
+        firsts = [len(x) * bs for x in shared]
+        size_of: dict[int, int] = {}  # member -> size class of its stage
+        for size, stage in self._stages.items():  # a member staying keeps its stage, whatever its room
+            for b in stage.staying(members, starts, firsts):
+                size_of.setdefault(b, size)
+        stays = set(size_of.values())
+        trusted = {tuple(shared[b]) for b in size_of if shared[b]}
+        classes: dict[int, list[int]] = {}
+        for i, (seq, first) in enumerate(zip(members, firsts, strict=True)):
+            size = size_of.get(i) or _size_class(max(_room(seq, first), starts[i] - first + 1))
+            classes.setdefault(size, []).append(i)
+        placed = []
+        for size, idx in classes.items():
+            stage = self._place(size, [members[i] for i in idx], [starts[i] for i in idx], [firsts[i] for i in idx],
+                                size in stays)
+            stage.plan([self._prefix(tuple(shared[i]), trusted) if shared[i] else None for i in idx])
+            stage.advance()
+            placed.append((stage, idx))
+        return placed
+
+    def _place(self, size: int, members: list[SeqState], starts: list[int], firsts: list[int],
+               anyone_stays: bool) -> DecodeStage:
+        stage = self._stages.get(size) if anyone_stays else None
         if stage is None:
             self.counters["decode_stage_builds"] += 1
-            stage = DecodeStage.gather(self.pool_k, self.pool_v, self.block_size, members, starts, shared)
+            stage = DecodeStage.gather(self.pool_k, self.pool_v, self.block_size, members, starts, firsts)
         else:
-            joined, left = stage.update(self.pool_k, self.pool_v, members, starts)
+            joined, left = stage.update(self.pool_k, self.pool_v, members, starts, firsts)
             self.counters["decode_stage_joins"] += joined
             self.counters["decode_stage_cuts"] += left
-        stage.advance()
-        self._next[key] = stage
+        self._next[size] = stage
         return stage
 
+    def _prefix(self, key: tuple[int, ...], trusted: set[tuple[int, ...]]) -> PrefixKV:
+        """The staged KV of blocks `key`: last step's while a member mapping it stays, else gathered."""
+        kv = self._next_prefixes.get(key)
+        if kv is None:
+            kv = self._prefixes.get(key) if key in trusted else None
+        if kv is None:
+            self.counters["decode_prefix_builds"] += 1
+            bs = self.block_size
+            blocks = torch.tensor(key, dtype=torch.long)
+            slots = (blocks[:, None] * bs + torch.arange(bs)).flatten().to(self.pool_k.device)
+            # [L, P, Hkv, D] -> [L, Hkv, P, D]: each head's keys contiguous for one kernel call
+            kv = (self.pool_k[:, slots].transpose(1, 2).contiguous(), self.pool_v[:, slots].transpose(1, 2).contiguous())
+        self._next_prefixes[key] = kv
+        return kv
+
     def end_step(self) -> None:
-        """Retire the stages this step did not use; record the most memory stages held at once."""
-        held = {t.data_ptr(): t.nbytes for st in (*self._stages.values(), *self._next.values())
-                for t in st.tensors()}  # fmt: skip
+        """Retire the stages and prefixes this step did not use; record the most memory they held at once."""
+        held = {t.data_ptr(): t.nbytes for st in (*self._stages.values(), *self._next.values()) for t in st.tensors()}
+        for kv in (*self._prefixes.values(), *self._next_prefixes.values()):
+            held.update((t.data_ptr(), t.nbytes) for t in kv)
         peak = max(self.counters["peak_decode_stage_mb"], sum(held.values()) / 2**20)
         self.counters["peak_decode_stage_mb"] = peak
         self._stages, self._next = self._next, {}
+        self._prefixes, self._next_prefixes = self._next_prefixes, {}
 
     def clear(self) -> None:
         self._stages, self._next = {}, {}
+        self._prefixes, self._next_prefixes = {}, {}
 
 
 def _prefix_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -73,6 +73,7 @@ class NativeEngine:
         if self.scheduler.has_work:
             raise RuntimeError("update_weights while requests are in flight")
         load_weights(self.model, state_dict)  # the runner reads weights from the module at every call
+        self.weights.mark_updated()  # (its packed CPU copies are refreshed before the next step)
         self.version = self.version + 1 if version is None else version
         self.radix.reset(self.version)
 

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from posttrain.rollout.engine.packed import PackedWeights, linear, packable
 from posttrain.rollout.engine.rope import RotaryTables
 
 SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "qwen3")
@@ -75,6 +76,19 @@ class CausalLMWeights:
         self.dtype, self.device = first.dtype, first.device
         self.rotary = RotaryTables(model, self.dtype, self.device)
         self.rope_keys = self.rotary.keys
+        self.packed = PackedWeights(model) if packable(model) else None
+        """Fused, transposed projection weights (CPU, plain `nn.Linear` layers), else None."""
+
+    def refresh(self) -> None:
+        """Before each step: bring the packed weights up to date with the module's parameters, or drop
+        them when a projection is no longer a plain `nn.Linear` (the modules are then called)."""
+        if self.packed is not None and not self.packed.refresh():
+            self.packed = None
+
+    def mark_updated(self) -> None:
+        """The module's weights were just loaded (`update_weights`): repack before the next step."""
+        if self.packed is not None:
+            self.packed.mark_stale()
 
     def rope(self, positions: torch.Tensor,
              lengths: Sequence[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -91,14 +105,24 @@ class CausalLMWeights:
         block = self.decoder.layers[layer]
         attn = block.self_attn
         h = rms_norm(x, block.input_layernorm.weight, self.eps)
-        n = x.shape[0]
-        q = project(attn.q_proj, h).view(n, -1, self.head_dim)
-        k = project(attn.k_proj, h).view(n, -1, self.head_dim)
-        v = project(attn.v_proj, h).view(n, -1, self.head_dim)
+        n, d, heads = x.shape[0], self.head_dim, self.num_heads
+        cos, sin = cos[:, None, :], sin[:, None, :]  # [N, 1, D]
+        if self.packed is not None:
+            packed = self.packed.layers[layer]
+            qkv = linear(h, packed.qkv, packed.qkv_bias)  # [N, (H+2Hkv)*D]
+            split = (heads + self.num_kv_heads) * d
+            qk, v = qkv[:, :split].view(n, -1, d), qkv[:, split:].view(n, -1, d)  # [N, H+Hkv, D], [N, Hkv, D]
+            if not self.has_qk_norm:  # one rotation for the query and key heads together
+                qk = qk * cos + rotate_half(qk) * sin
+                return qk[:, :heads], qk[:, heads:], v
+            q, k = qk[:, :heads], qk[:, heads:]
+        else:
+            q = project(attn.q_proj, h).view(n, -1, d)
+            k = project(attn.k_proj, h).view(n, -1, d)
+            v = project(attn.v_proj, h).view(n, -1, d)
         if self.has_qk_norm:
             q = rms_norm(q, attn.q_norm.weight, self.eps)
             k = rms_norm(k, attn.k_norm.weight, self.eps)
-        cos, sin = cos[:, None, :], sin[:, None, :]  # [N, 1, D]
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
         return q, k, v
@@ -106,14 +130,22 @@ class CausalLMWeights:
     def finish_layer(self, layer: int, x: torch.Tensor, attn_out: torch.Tensor) -> torch.Tensor:
         """Output projection, residual, SwiGLU MLP, residual; `attn_out` is `[N, H*D]`."""
         block = self.decoder.layers[layer]
+        mlp = block.mlp
+        if self.packed is not None:  # residual adds folded into the GEMMs
+            packed = self.packed.layers[layer]
+            x = linear(attn_out, packed.o, packed.o_bias, residual=x)
+            gate_up = linear(rms_norm(x, block.post_attention_layernorm.weight, self.eps), packed.gate_up)
+            inter = gate_up.shape[1] // 2  # [N, 2I]: gate, then up
+            return linear(mlp.act_fn(gate_up[:, :inter]) * gate_up[:, inter:], packed.down, residual=x)
         x = x + project(block.self_attn.o_proj, attn_out)
         h = rms_norm(x, block.post_attention_layernorm.weight, self.eps)
-        mlp = block.mlp
         return x + project(mlp.down_proj, mlp.act_fn(project(mlp.gate_proj, h)) * project(mlp.up_proj, h))
 
     def logits(self, x: torch.Tensor) -> torch.Tensor:
         """Final norm and LM head: `[M, E]` -> float32 `[M, V]`."""
         h = rms_norm(x, self.decoder.norm.weight, self.eps)
+        if self.packed is not None:
+            return linear(h, self.packed.lm_head).float()
         return project(self.model.lm_head, h).float()
 
 

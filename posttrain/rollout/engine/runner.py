@@ -56,6 +56,8 @@ class _Group:
     refresh: torch.Tensor | None = None
     stage: DecodeStage | None = None
     history: int | None = None
+    span: slice | None = None
+    """`rows` as a slice when they are consecutive (read as views, not gathered)."""
 
 
 class ModelRunner:
@@ -115,6 +117,7 @@ class ModelRunner:
     def forward(self, chunks: list[Chunk]) -> torch.Tensor:
         """Compute all chunks; returns float32 logits `[M, V]` for the chunks that need them, in order."""
         dev = self.k.device
+        self.w.refresh()
         ids, positions, write = self._flatten(chunks)
         lengths = None if self.w.rope_keys.is_static else _rope_lengths(chunks)
         if self.quest:
@@ -211,7 +214,8 @@ class ModelRunner:
 
     def _decode_groups(self, decode: list[tuple[int, Chunk]]) -> list[_Group]:
         """Exact decode attends staged KV; sequences whose tables start with the same blocks (a GRPO
-        group) attend that prefix once. Quest scores blocks gathered from the pool."""
+        group) attend that prefix once, all prefixes of a size class in one stage. Quest scores blocks
+        gathered from the pool."""
         if not decode:
             return []
         if self.attention.kind == "quest":
@@ -219,20 +223,18 @@ class ModelRunner:
         by_first: dict[int, list[tuple[int, Chunk]]] = {}
         for item in decode:
             by_first.setdefault(item[1].seq.block_table[0], []).append(item)
-        groups, singles = [], []
+        prefix_of: dict[int, list[int]] = {}  # flat row -> shared blocks it attends apart
         for first, members in by_first.items():
             shared, fit, rest = self._live_prefix(first, members)
-            if shared:  # last step's stage of these blocks takes the members that map them
-                groups.append(self._staged_group(fit, shared))
-                members = rest
-            shared = self._common_blocks(members) if len(members) > 1 else []
-            if len(shared) >= self.min_shared_blocks:
-                groups.append(self._staged_group(members, shared))
-            else:
-                singles.extend(members)
-        if singles:
-            groups.append(self._staged_group(sorted(singles, key=lambda item: item[0]), []))
-        return groups
+            for row, _ in fit:  # last step's prefix of these blocks takes the members that map it
+                prefix_of[row] = shared
+            for shared, part in self._split_by_prefix(rest):
+                for row, _ in part:
+                    prefix_of[row] = shared
+        chunks = [c for _, c in decode]
+        placed = self.stages.assign([c.seq for c in chunks], [c.start for c in chunks],
+                                    [prefix_of[row] for row, _ in decode])
+        return [_stage_group([decode[i][0] for i in idx], stage, self.k.device) for stage, idx in placed]
 
     def _live_prefix(self, first: int, members: list[tuple[int, Chunk]]
                      ) -> tuple[list[int], list[tuple[int, Chunk]], list[tuple[int, Chunk]]]:
@@ -247,15 +249,29 @@ class ModelRunner:
                 return shared, fit, [m for m in members if id(m) not in taken]
         return [], [], members
 
-    def _common_blocks(self, members: list[tuple[int, Chunk]]) -> list[int]:
-        """Leading full blocks all members map."""
+    def _split_by_prefix(self, members: list[tuple[int, Chunk]]) -> list[tuple[list[int], list[tuple[int, Chunk]]]]:
+        """Members partitioned by the leading full blocks they share: the blocks all of a part map when
+        they are at least `min_shared_blocks` (a document or system prompt before many questions),
+        else the part is split where its members' tables first differ and each piece is tried again
+        (GRPO groups whose prompts share only a short chat-template head); members left alone or
+        sharing too little attend no prefix."""
+        if len(members) < 2:
+            return [([], members)]
         tables = [c.seq.block_table[: c.start // self.block_size] for _, c in members]
-        return tables[0][: _common_prefix(tables)]
-
-    def _staged_group(self, members: list[tuple[int, Chunk]], shared: list[int]) -> _Group:
-        stage = self.stages.use([c.seq for _, c in members], [c.start for _, c in members], shared)
-        rows = torch.tensor([r for r, _ in members], device=self.k.device)
-        return _Group(rows, stage=stage)
+        common = _common_prefix(tables)
+        if common >= self.min_shared_blocks:
+            return [(tables[0][:common], members)]
+        by_next: dict[int, list[tuple[int, Chunk]]] = {}
+        alone: list[tuple[int, Chunk]] = []
+        for member, table in zip(members, tables, strict=True):
+            if len(table) > common:
+                by_next.setdefault(table[common], []).append(member)
+            else:
+                alone.append(member)
+        parts: list[tuple[list[int], list[tuple[int, Chunk]]]] = [([], alone)] if alone else []
+        for part in by_next.values():
+            parts.extend(self._split_by_prefix(part))
+        return parts
 
     def _block_group(self, decode: list[tuple[int, Chunk]]) -> _Group:
         dev, bs = self.k.device, self.block_size
@@ -275,8 +291,9 @@ class ModelRunner:
                 g: _Group) -> torch.Tensor:
         """Attention output `[B*Tq, H, D]` of the group's queries (this step's K/V already in the pool)."""
         if g.stage is not None:
-            g.stage.write(layer, k_all[g.rows], v_all[g.rows])
-            return g.stage.attend(layer, q_all[g.rows])
+            rows = g.rows if g.span is None else g.span
+            g.stage.write(layer, k_all[rows], v_all[rows])
+            return g.stage.attend(layer, q_all[rows])
         if g.history is not None:
             assert g.blocks is not None
             q = q_all[g.rows].view(1, g.num_queries, *q_all.shape[1:]).transpose(1, 2)  # [1, H, Tq, D]
@@ -319,6 +336,11 @@ class ModelRunner:
                                         block_mask[:, :, 0], self.attention.top_k_blocks)
         mask = torch.gather(block_mask, 1, keep[:, :, None].expand(-1, -1, bs)).view(b, 1, 1, -1)
         return torch.gather(g.blocks, 1, keep), mask
+
+
+def _stage_group(rows: list[int], stage: DecodeStage, device: torch.device) -> _Group:
+    span = slice(rows[0], rows[-1] + 1) if rows == list(range(rows[0], rows[0] + len(rows))) else None
+    return _Group(torch.tensor(rows, device=device), stage=stage, span=span)
 
 
 def _rope_lengths(chunks: list[Chunk]) -> list[int]:

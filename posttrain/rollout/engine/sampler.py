@@ -3,11 +3,13 @@
 Guarantees: a sample's draws depend only on its own logits and its own `torch.Generator`, never on
 which other sequences share the batch, so results do not change with scheduling. Every operation is
 row-wise, so a batch of rows gives the same tokens as the rows one at a time. Sampling is by inverse
-CDF: one uniform draw per token from the sample's generator, located in the float64 cumulative
-distribution (one draw instead of a vocabulary of exponential draws, which dominated the cost of a
-decode step on small models). Greedy (temperature 0) is an argmax with ties going to the lowest token
-id, like `transformers`. The returned logprob follows `SamplingParams.logprobs_mode` (see
-`posttrain.rollout.api`).
+CDF: one uniform draw per token from the sample's generator, located in the float64 cumulative sum of
+the unnormalised probabilities `exp(logits - max)` (one draw instead of a vocabulary of exponential
+draws, which dominated the cost of a decode step on small models). The same sum gives the logprob of
+the sampled distribution (`logits[token] - max - log(sum)`, in float64), so a row over a 49K-token
+vocabulary is read a handful of times, not once per softmax, log-softmax and mask. Greedy
+(temperature 0) is an argmax with ties going to the lowest token id, like `transformers`. The
+returned logprob follows `SamplingParams.logprobs_mode` (see `posttrain.rollout.api`).
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ def make_generator(params: SamplingParams, sample_index: int, device: torch.devi
 
 
 def processed_logits(logits: torch.Tensor, params: SamplingParams) -> torch.Tensor:
-    """Temperature, then top-k, then top-p (nucleus) masking of raw logits `[..., V]` (float32)."""
-    scaled = logits / params.temperature
+    """Temperature, then top-k, then top-p (nucleus) masking of raw logits `[..., V]` (float32).
+    With temperature 1 and neither mask this is `logits` itself (dividing by 1 changes no value)."""
+    scaled = logits / params.temperature if params.temperature != 1.0 else logits
     if params.top_k and params.top_k < scaled.shape[-1]:
         kth = torch.topk(scaled, params.top_k, dim=-1).values[..., -1:]
         scaled = scaled.masked_fill(scaled < kth, float("-inf"))
@@ -49,13 +52,15 @@ def sample_tokens(logits: torch.Tensor, params: Sequence[SamplingParams],
                   generators: Sequence[torch.Generator | None]) -> tuple[list[int], list[float]]:
     """Next token and its logprob for every row of raw logits `[M, V]`; row i uses params[i], generators[i]."""
     raw = logits.float()
+    groups = _rows_by_processing(params)
+    if len(groups) == 1:  # every row processed alike: no row copies
+        picked, logprobs = _sample_rows(raw, groups[0][0], generators)
+        return picked.tolist(), logprobs.tolist()
     tokens = torch.empty(raw.shape[0], dtype=torch.long, device=raw.device)
     logprobs = torch.empty(raw.shape[0], dtype=torch.float32, device=raw.device)
-    for p, rows in _rows_by_processing(params):
+    for p, rows in groups:
         index = torch.tensor(rows, dtype=torch.long, device=raw.device)
-        picked, source = _sample_rows(raw[index], p, [generators[i] for i in rows])
-        tokens[index] = picked
-        logprobs[index] = torch.log_softmax(source, dim=-1).gather(-1, picked[:, None])[:, 0]
+        tokens[index], logprobs[index] = _sample_rows(raw[index], p, [generators[i] for i in rows])
     return tokens.tolist(), logprobs.tolist()
 
 
@@ -81,15 +86,30 @@ def _rows_by_processing(params: Sequence[SamplingParams]) -> list[tuple[Sampling
 
 def _sample_rows(raw: torch.Tensor, params: SamplingParams,
                  generators: Sequence[torch.Generator | None]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Tokens `[R]` for raw logits `[R, V]` sharing `params`, and the logits their logprobs come from."""
+    """Tokens `[R]` and their float32 logprobs `[R]` for raw logits `[R, V]` sharing `params`."""
     if params.temperature == 0.0:
-        return torch.argmax(raw, dim=-1), raw
+        picked = torch.argmax(raw, dim=-1)
+        return picked, _log_softmax_at(raw, picked)
     final = processed_logits(raw, params)
-    probs = torch.softmax(final, dim=-1)  # [R, V]
-    cdf = probs.double().cumsum(-1)  # [R, V]
+    top = final.amax(-1, keepdim=True)  # [R, 1]
+    weights = torch.exp(final - top)  # [R, V] unnormalised probabilities; masked tokens exactly 0
+    cdf = weights.double().cumsum(-1)  # [R, V]
+    total = cdf[:, -1]  # [R]
     u = torch.cat([torch.rand(1, generator=g, dtype=torch.float64, device=raw.device) for g in generators])
-    picked = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None], right=True)[:, 0]  # [R]
-    # rounding can land past the last token with probability > 0: step back to it
-    last_kept = raw.shape[-1] - 1 - torch.argmax((probs.flip(-1) > 0).to(torch.uint8), dim=-1)
-    picked = torch.minimum(picked, last_kept)
-    return picked, raw if params.logprobs_mode == "raw" else final
+    picked = torch.searchsorted(cdf, (u * total)[:, None], right=True)[:, 0]  # [R]
+    # a draw below the total lands on a token whose weight is > 0; rounding can put it at the total:
+    # then step back to the last token with weight > 0
+    beyond = picked == raw.shape[-1]
+    if bool(beyond.any()):
+        last_kept = raw.shape[-1] - 1 - torch.argmax((weights.flip(-1) > 0).to(torch.uint8), dim=-1)
+        picked = torch.where(beyond, last_kept, picked)
+    if params.logprobs_mode == "raw" and final is not raw:
+        return picked, _log_softmax_at(raw, picked)
+    # log_softmax(final)[token] = final[token] - max - log(sum of weights), the sum being cdf's last entry
+    chosen = final.gather(-1, picked[:, None])[:, 0].double()
+    return picked, (chosen - top[:, 0].double() - total.log()).float()
+
+
+def _log_softmax_at(logits: torch.Tensor, picked: torch.Tensor) -> torch.Tensor:
+    """`log_softmax(logits)[picked]` per row `[R]`, without writing the `[R, V]` log-softmax."""
+    return logits.gather(-1, picked[:, None])[:, 0] - torch.logsumexp(logits, dim=-1)
