@@ -1,7 +1,7 @@
 """A run directory's contents: resolved config, metrics, evals, checkpoints, summary and plots.
 
-Layout: `config.yaml` (the resolved config), `metrics.jsonl` (one line per step: global metrics and
-`domain/<id>/<metric>`), `eval_<label>.json`, `checkpoints/step_<n>/`, `summary.json` and
+Layout: `config.yaml` (the resolved config), `metrics.jsonl` (one line per step: global metrics,
+`domain/<id>/<metric>` and the step's wall time split into `time/{generate,verify,learn,other}_s`), `eval_<label>.json`, `checkpoints/step_<n>/`, `summary.json` and
 `plots/{reward,mixture}.png` (`posttrain.train.plots`). TensorBoard scalars are written too when
 `tensorboard` is installed.
 """
@@ -58,12 +58,14 @@ class Outputs:
     ) -> None:
         self._num_samples += sum(s.n for s in stats.values())
         now = time.perf_counter()
-        self._train_s += now - self._last_s
+        step_s = now - self._last_s
+        self._train_s += step_s
         self._last_s = now
         row: dict[str, Any] = {"step": step + 1, "elapsed_s": round(now - self._start_s, 3)}
         row.update({k: float(v) for k, v in metrics.items()})
         row.update({f"filter/{k}": v for k, v in report.items()})
         row["train_s"] = round(self._train_s, 3)
+        row.update(_step_times(step_s, metrics))
         row["samples_per_s"] = self._num_samples / max(self._train_s, 1e-9)
         row["infra_failures"] = infra_failures
         total = sum(s.n for s in stats.values())
@@ -146,6 +148,16 @@ class Outputs:
         self._metrics.close()
         if self._tb is not None:
             self._tb.close()
+
+
+def _step_times(step_s: float, metrics: dict[str, float]) -> dict[str, float]:
+    """The step's wall time and, when the stages timed themselves, the rest of it (`time/other_s`:
+    weight sync, batch building, filtering and bookkeeping)."""
+    out = {"time/step_s": step_s}
+    stages = ("time/generate_s", "time/verify_s", "time/learn_s")
+    if all(key in metrics for key in stages):
+        out["time/other_s"] = step_s - sum(metrics[key] for key in stages)
+    return out
 
 
 UNTRAINED_DROP = 0.02

@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import inspect
 import math
+import time
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -266,7 +267,9 @@ class PolicyTrainer:
     # ----------------------------------------------------------------------------------- the update
 
     def step(self, batch: TrainBatch) -> dict[str, float]:
-        """Run all epochs over `batch`; returns mean metrics over its optimizer steps."""
+        """Run all epochs over `batch`; returns mean metrics over its optimizer steps and the update's
+        wall time (`time/learn_s`)."""
+        start = time.perf_counter()
         batch.validate()
         if len(batch) == 0:
             raise ValueError("empty TrainBatch")
@@ -303,6 +306,7 @@ class PolicyTrainer:
         if mismatch is not None and mismatch[2] > 0:
             result["logprob_mismatch"] = mismatch[0] / mismatch[2]
             result["logprob_mismatch_max"] = mismatch[1]
+        result["time/learn_s"] = time.perf_counter() - start
         return result
 
     def _optimizer_step(

@@ -54,6 +54,7 @@ class Run:
                                     self.pool.registry.environment, self.pool.registry.is_episodic)
         self.reward = RewardStage(parts.grader, config.reward, config.seed)
         self.replay = FailureReplay(config.replay)
+        self._stage_busy_s: dict[str, float] = {}
         self.base_model_hash = weights_sha256(parts.model)  # before LoRA wraps it or training moves it
         self.learner = build_learner(parts.model, config)
         self.outputs = Outputs(run_dir, config, self.domain_ids, parts.untrained_ids)
@@ -159,7 +160,14 @@ class Run:
 
     def log_step(self, step: int, metrics: dict[str, float], stats: dict[str, DomainStats],
                  weights: dict[str, float], report: dict[str, float]) -> None:
-        self.outputs.log_step(step, metrics, stats, weights, report, self.reward.num_infra_failures)
+        self.outputs.log_step(step, metrics | self.stage_times(), stats, weights, report, self.reward.num_infra_failures)
+
+    def stage_times(self) -> dict[str, float]:
+        """Seconds spent generating and grading since the last call (one step's, with its refills)."""
+        busy = {"time/generate_s": self.rollout.busy_s, "time/verify_s": self.reward.busy_s}
+        out = {key: value - self._stage_busy_s.get(key, 0.0) for key, value in busy.items()}
+        self._stage_busy_s = busy
+        return out
 
     def maybe_eval_and_checkpoint(self, step: int) -> None:
         every = self.config.eval.every_steps

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import random
+import time
 from collections.abc import Callable, Sequence
 
 from posttrain.envs.base import Environment
@@ -43,18 +44,23 @@ class RolloutStage:
         self.environment = environment
         self.is_episodic = is_episodic or (lambda domain_id: environment(domain_id) is not None)
         self.num_calls = 0
+        self.busy_s = 0.0
+        """Wall time spent in `generate` so far (the run reports it per step as `time/generate_s`)."""
         episode = config.episode
         self.runner = EpisodeRunner(engine, renderer, self._params(0).model_copy(update={"n": 1}),
                                     episode.max_total_tokens, episode.infra_retries, episode.tool_threads)  # fmt: skip
 
     def generate(self, tasks: Sequence[Task], version: int) -> list[Group]:
         """One group per task, in order: single-turn groups ungraded, episode groups graded."""
+        start = time.perf_counter()
         self.num_calls += 1
         episodic = [self.is_episodic(t.domain_id) for t in tasks]
         single = iter(self._single_turn([t for t, e in zip(tasks, episodic, strict=True) if not e], version))
         played = iter(self._episodes([(i, t) for i, (t, e) in enumerate(zip(tasks, episodic, strict=True)) if e],
                                      version))  # fmt: skip
-        return [next(played) if e else next(single) for e in episodic]
+        groups = [next(played) if e else next(single) for e in episodic]
+        self.busy_s += time.perf_counter() - start
+        return groups
 
     def _episodes(self, tasks: Sequence[tuple[int, Task]], version: int) -> list[Group]:
         if not tasks:
@@ -126,13 +132,21 @@ class RewardStage:
         self.config = config
         self.rng = random.Random(seed)
         self.num_infra_failures = 0
+        self.busy_s = 0.0
+        """Wall time spent in `score` so far (the run reports it per step as `time/verify_s`)."""
 
     def score(self, groups: Sequence[Group]) -> list[Group]:
         """The groups graded, infra failures dropped after their retries (new records); groups graded by
         their environments pass through (the control run flips its coin for them too)."""
+        start = time.perf_counter()
+        graded = self._score(groups)
+        self.busy_s += time.perf_counter() - start
+        return graded
+
+    def _score(self, groups: Sequence[Group]) -> list[Group]:
         if any(g.scores for g in groups):
             ready = iter(self._pass_through([g for g in groups if g.scores]))
-            rest = iter(self.score([g for g in groups if not g.scores]))
+            rest = iter(self._score([g for g in groups if not g.scores]))
             return [next(ready) if g.scores else next(rest) for g in groups]
         trajectories = [t for g in groups for t in g.trajectories]
         scores = self._grade(trajectories)
