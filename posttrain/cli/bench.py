@@ -23,11 +23,13 @@ BENCHMARKS: dict[str, str] = {
     "gamedev": "posttrain.bench.gamedev",
     "cad": "posttrain.bench.cad",
     "knowledge": "posttrain.bench.knowledge",
+    "sim": "posttrain.bench.sim_validate",
 }
 ALL = ("sandbox", "curriculum", "rollout", "pipeline", "agents", "terminal", "code", "update", "gamedev", "cad",
        "knowledge")
 """What `bench all` runs: `learning` trains four runs (about 12 minutes) and is run on its own;
-`knowledge` runs its default preset (a 4K-token document, about a minute; `--full` is the 16K one)."""
+`knowledge` runs its default preset (a 4K-token document, about a minute; `--full` is the 16K one);
+`sim` trains about ten short runs to check the pipeline simulator (a few minutes) and is run on its own."""
 
 
 def register(sub: Any) -> None:

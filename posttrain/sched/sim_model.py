@@ -13,7 +13,8 @@ Cost models (each a sum of measured or assumed coefficients):
     tokens over the batch capacity, whichever is larger); a task's prompt is prefilled once per group;
   * one verification: a draw from its domain's distribution, scaled by the domain's own factor and cut at
     the pool's `timeout_s`;
-  * one update: `step_s + token_s * tokens` (prompt + response tokens of the whole batch).
+  * one update: `step_s + token_s * tokens` (prompt + response tokens of the whole batch; with
+    `micro_batch_size`, padded: each micro-batch of rows, in domain order, counts rows x its longest row).
 
 Guarantees: pure numpy; every draw of step `t` comes from a generator seeded by `(seed, t)`, so a step's
 workload is the same whatever the mode, pool sizes or event order (common random numbers make
@@ -164,6 +165,9 @@ class LearnerModel(StrictModel):
     """Fixed cost of one update (optimizer step, batch building, bookkeeping)."""
     token_s: float = Field(0.0, ge=0)
     """Cost per token of the batch (prompt and response, forward and backward)."""
+    micro_batch_size: int | None = Field(None, ge=1)
+    """Rows per micro-batch of a learner that pads (rows in domain order; a micro-batch costs its rows x
+    its longest row); None: packed sequences, every token counted once."""
     jitter_sigma: float = Field(0.0, ge=0)
     """Log-space spread of a multiplicative noise on each update."""
 
@@ -246,10 +250,16 @@ class StepWork:
     learn_jitter: float
     """Multiplicative noise of this step's update."""
 
-    @property
-    def num_tokens(self) -> float:
+    def learn_tokens(self, micro_batch_size: int | None) -> float:
+        """Tokens the update processes: every row's prompt + response, or padded per micro-batch."""
         group = len(self.item_domain) // max(len(self.task_domain), 1)
-        return float(self.response_tokens.sum() + group * self.prompt_tokens.sum())
+        lengths = np.repeat(self.prompt_tokens, group) + self.response_tokens
+        if micro_batch_size is None:
+            return float(lengths.sum())
+        ordered = lengths[np.argsort(self.item_domain, kind="stable")]
+        starts = np.arange(0, ordered.size, micro_batch_size)
+        rows = np.minimum(starts + micro_batch_size, ordered.size) - starts
+        return float((np.maximum.reduceat(ordered, starts) * rows).sum()) if ordered.size else 0.0
 
 
 class Workload:

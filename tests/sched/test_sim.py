@@ -15,6 +15,7 @@ from posttrain.sched.sim_model import (
     ParetoTime,
     PipelineScenario,
     RolloutPool,
+    StepWork,
     VerifyPool,
     Workload,
     generation_s,
@@ -186,3 +187,17 @@ def test_service_time_draws() -> None:
 def test_a_window_needs_measured_steps() -> None:
     with pytest.raises(ValidationError):
         PipelineScenario.model_validate({**one_item_scenario().model_dump(), "warmup_steps": 6})
+
+
+def test_learn_tokens_packed_or_padded_per_micro_batch() -> None:
+    # Two tasks of two samples: prompts 10 and 2, responses [1, 3] and [5, 5]; the second task's domain
+    # sorts first. Packed: 11 + 13 + 7 + 7 = 38. Micro-batches of 3 rows in domain order: [7, 7, 11] -> 3 x 11,
+    # then [13] -> 13.
+    work = StepWork(
+        task_domain=np.array([1, 0]), item_domain=np.array([1, 1, 0, 0]), item_class=np.zeros(4, dtype=int),
+        prompt_tokens=np.array([10.0, 2.0]), response_tokens=np.array([1.0, 3.0, 5.0, 5.0]),
+        verify_s=np.zeros(4), rollout_jitter=np.ones(2), learn_jitter=1.0,
+    )  # fmt: skip
+    assert work.learn_tokens(None) == 38
+    assert work.learn_tokens(3) == 3 * 11 + 13
+    assert work.learn_tokens(1) == 38
