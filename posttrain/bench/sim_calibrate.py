@@ -4,8 +4,9 @@ The calibration run is one `posttrain.train.run.Run`, built from a calibration c
 run, whose stages are driven one by one at several batch sizes and response budgets: a training run
 always uses one size, and one size cannot separate a call's fixed cost from its per-token cost (on the
 tiny CPU model, 16 samples take about 0.15 s and 512 take 1.5 s: far from proportional). Per point:
-  * generate (the run's `RolloutStage` with that budget): seconds against decode steps, generated tokens
-    and prompt tokens -> `RolloutPool.call_s`, `decode_step_s`, `token_s`, `prefill_token_s`;
+  * generate (the run's `RolloutStage` with that budget): seconds against decode steps, generated tokens,
+    their contexts and prompt tokens -> `RolloutPool.call_s`, `decode_step_s`, `token_s`, `kv_token_s`,
+    `prefill_token_s`;
   * grade the batch (`run.reward.score`), one domain class at a time: seconds against the item count ->
     `VerifyPool.call_s` and an effective per-item time per class; the shape of each class's time
     distribution comes from items graded one at a time, rescaled to that effective mean (the local
@@ -59,6 +60,8 @@ class Point:
     max_new_tokens: int
     decode_steps: int
     response_tokens: int
+    context_tokens: float
+    """Sum over generated tokens of their context length (prompt + half the response, per sequence)."""
     prompt_tokens: int
     learn_tokens: int
     """Padded tokens of the update's micro-batches."""
@@ -156,6 +159,7 @@ def _measure(run: Any, stage: Any, num_tasks: int, class_of: ClassOf, index: int
     point = Point(
         num_tasks=len(tasks), max_new_tokens=stage.config.max_new_tokens,
         decode_steps=max(max(lengths), math.ceil(sum(lengths) / max_seqs)), response_tokens=sum(lengths),
+        context_tokens=sum(t.num_policy_tokens * (t.prompt_length + t.num_policy_tokens / 2) for t in trajectories),
         prompt_tokens=sum(g.trajectories[0].prompt_length for g in groups),
         learn_tokens=_padded_tokens([len(t.token_ids) for t in trajectories], run.config.policy.micro_batch_size),
         items_per_class=items, length_fraction_sum=fractions,
@@ -166,8 +170,8 @@ def _measure(run: Any, stage: Any, num_tasks: int, class_of: ClassOf, index: int
 
 
 def _fit(run: Any, points: list[Point], groups: list[Any], class_of: ClassOf, serial_items: int) -> Calibration:
-    gen_x = np.asarray([[1.0, p.decode_steps, p.response_tokens, p.prompt_tokens] for p in points])
-    call_s, step_s, token_s, prefill_s = nonnegative_lstsq(gen_x, np.asarray([p.generate_s for p in points]))
+    gen_x = np.asarray([[1.0, p.decode_steps, p.response_tokens, p.context_tokens, p.prompt_tokens] for p in points])
+    call_s, step_s, token_s, kv_s, prefill_s = nonnegative_lstsq(gen_x, np.asarray([p.generate_s for p in points]))
     classes = sorted({c for p in points for c in p.items_per_class})
     # One row per (point, class): a call grading only that class's items.
     ver_x = np.asarray([[1.0] + [p.items_per_class[c] * (c == d) for d in classes] for p in points for c in p.verify_s])
@@ -180,8 +184,8 @@ def _fit(run: Any, points: list[Point], groups: list[Any], class_of: ClassOf, se
     shape = {c: EmpiricalTime(samples_s=tuple(float(v) for v in np.asarray(serial[c]) * item_s[c] / np.mean(serial[c])))
              for c in classes if item_s[c] > 0}  # fmt: skip
     return Calibration(
-        rollout=RolloutPool(call_s=call_s, decode_step_s=step_s, token_s=token_s, prefill_token_s=prefill_s,
-                            max_batch_seqs=max_seqs),
+        rollout=RolloutPool(call_s=call_s, decode_step_s=step_s, token_s=token_s, kv_token_s=kv_s,
+                            prefill_token_s=prefill_s, max_batch_seqs=max_seqs),
         learner=LearnerModel(step_s=learn_fixed_s, token_s=learn_token_s,
                              micro_batch_size=run.config.policy.micro_batch_size),
         verify_call_s=float(ver[0]), verify_item_s=item_s, verify_shape=shape, serial_s=serial,

@@ -38,9 +38,9 @@ from posttrain.sched.sim_model import (
 ASSUMPTIONS: dict[str, str] = {
     "decode_step_s": "6.5 ms: an 8B bf16 policy is 16 GB of weights read once per decode step; at the H100 "
                      "SXM's 3.35 TB/s that is 4.8 ms, at about 75% of peak bandwidth 6.5 ms",
-    "token_s": "0.1 ms per sequence per decode step: its KV cache at ~1.5k tokens of context (128 KiB per token "
-               "for 32 layers x 8 KV heads x 128 dims x K,V x 2 bytes = 192 MiB, 0.08 ms at 75% bandwidth) plus "
-               "16 GFLOP of compute at half of 989 dense bf16 TFLOPS (0.03 ms)",
+    "token_s": "0.03 ms per generated token: 16 GFLOP at half of the H100's 989 dense bf16 TFLOPS",
+    "kv_token_s": "52 ns per generated token per context token: its KV entry (32 layers x 8 KV heads x 128 "
+                  "dims x K,V x 2 bytes = 128 KiB) read at 75% of 3.35 TB/s",
     "prefill_token_s": "0.032 ms per prompt token: 16 GFLOP at half of peak",
     "call_s": "0.5 s per generate call (scheduling, detokenising, transfers)",
     "max_batch_seqs": "256 sequences per engine",
@@ -77,8 +77,8 @@ def cluster_scenario(steps: int = 16) -> PipelineScenario:
             DomainClass(name="agent/terminal", num_domains=30, batch_share=30, prompt_tokens=800,
                         response_tokens=1500, response_sigma=0.5, verify=ParetoTime(scale_s=2.0, alpha=1.5)),
         ),
-        rollout=RolloutPool(num_workers=64, call_s=0.5, decode_step_s=0.0065, token_s=1e-4, prefill_token_s=3.2e-5,
-                            max_batch_seqs=256),
+        rollout=RolloutPool(num_workers=64, call_s=0.5, decode_step_s=0.0065, token_s=3e-5, kv_token_s=5.2e-8,
+                            prefill_token_s=3.2e-5, max_batch_seqs=256),
         verify=VerifyPool(num_workers=1000, timeout_s=120.0),
         learner=LearnerModel(step_s=3.0, token_s=1.9e-6),
         sync_s=3.0,

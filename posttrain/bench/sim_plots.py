@@ -32,7 +32,7 @@ def _by_workers(curves: dict[str, Any], out: Path) -> str:
     _log_ticks(left, [int(v) for v in next(iter(curves.values()))])
     left.set_xlabel("verification workers")
     left.set_ylabel("samples / s")
-    left.set_title("throughput (64 rollout GPUs)", fontsize=10)
+    left.set_title("throughput (64 rollout GPUs; async k = max_staleness)", fontsize=10)
     left.legend(fontsize=8)
     for label, style in (("sync", "--"), ("async k=2", "-")):
         points = curves[label]
@@ -75,6 +75,7 @@ def _staleness(points: dict[str, Any], out: Path) -> str:
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.5))
     bounds = [int(k) for k in points]
     left.plot(bounds, [p["samples_per_s"] for p in points.values()], marker="o", color="C0")
+    left.set_xticks(bounds)
     left.set_xlabel("max_staleness (async)")
     left.set_ylabel("samples / s", color="C0")
     twin = left.twinx()
@@ -88,6 +89,7 @@ def _staleness(points: dict[str, Any], out: Path) -> str:
         shares = [p["staleness_shares"].get(str(age), 0.0) for p in points.values()]
         right.bar(bounds, shares, bottom=bottom, label=f"{age} version{'s' if age != 1 else ''} old")
         bottom = [b + s for b, s in zip(bottom, shares, strict=True)]
+    right.set_xticks(bounds)
     right.set_xlabel("max_staleness (async)")
     right.set_ylabel("share of samples")
     right.set_title("staleness of the samples learned from", fontsize=10)

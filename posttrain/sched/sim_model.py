@@ -7,10 +7,12 @@ verification workers, the learner), the weight sync and the mode (sync, or async
 `max_staleness`) — and `Workload`, the per-step draws from them.
 
 Cost models (each a sum of measured or assumed coefficients):
-  * one generate call of `n` sequences, lengths `l_i`, on an engine holding at most `M` sequences:
-    `call_s + decode_steps * decode_step_s + sum(l_i) * token_s + prompt_tokens * prefill_token_s`, where
+  * one generate call of `n` sequences, response lengths `l_i` after prompts of `p_i`, on an engine
+    holding at most `M` sequences: `call_s + decode_steps * decode_step_s + sum(l_i) * token_s
+    + sum(l_i * (p_i + l_i / 2)) * kv_token_s + prompt_tokens * prefill_token_s`, where
     `decode_steps = max(max(l_i), ceil(sum(l_i) / M))` (continuous batching: the longest sequence, or the
-    tokens over the batch capacity, whichever is larger); a task's prompt is prefilled once per group;
+    tokens over the batch capacity, whichever is larger), the `kv_token_s` term is attention over each
+    token's context, and a task's prompt is prefilled once per group;
   * one verification: a draw from its domain's distribution, scaled by the domain's own factor and cut at
     the pool's `timeout_s`;
   * one update: `step_s + token_s * tokens` (prompt + response tokens of the whole batch; with
@@ -133,7 +135,9 @@ class RolloutPool(StrictModel):
     decode_step_s: float = Field(0.0, ge=0)
     """Fixed cost of one decode step of the whole batch (reading the weights once)."""
     token_s: float = Field(0.0, ge=0)
-    """Extra cost per sequence and decode step, i.e. per generated token (its compute and KV reads)."""
+    """Extra cost per sequence and decode step, i.e. per generated token (its compute)."""
+    kv_token_s: float = Field(0.0, ge=0)
+    """Cost per generated token and token of its context (attention reading the KV cache)."""
     prefill_token_s: float = Field(0.0, ge=0)
     """Cost per prompt token prefilled (once per task: a group shares its prompt)."""
     max_batch_seqs: int = Field(256, ge=1)
@@ -216,11 +220,13 @@ class PipelineScenario(StrictModel):
 
 
 def generation_s(pool: RolloutPool, prompt_tokens: np.ndarray, response_tokens: np.ndarray, jitter: float) -> float:
-    """One generate call's time: `prompt_tokens` per task, `response_tokens` per sequence."""
+    """One generate call's time: `prompt_tokens` per task, `response_tokens` per sequence (task-major)."""
     num_tokens = float(response_tokens.sum())
     decode_steps = max(float(response_tokens.max(initial=0)), math.ceil(num_tokens / pool.max_batch_seqs))
+    group = response_tokens.size // max(prompt_tokens.size, 1)
+    context = float((response_tokens * (np.repeat(prompt_tokens, group) + response_tokens / 2)).sum())
     cost = (pool.call_s + decode_steps * pool.decode_step_s + num_tokens * pool.token_s
-            + float(prompt_tokens.sum()) * pool.prefill_token_s)  # fmt: skip
+            + context * pool.kv_token_s + float(prompt_tokens.sum()) * pool.prefill_token_s)  # fmt: skip
     return cost * jitter
 
 

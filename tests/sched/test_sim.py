@@ -103,6 +103,10 @@ def test_generation_cost_model() -> None:
     # One sequence at a time: 60 decode steps; noise multiplies the whole call.
     single = pool.model_copy(update={"max_batch_seqs": 1})
     assert generation_s(single, np.array([100.0]), lengths, 2.0) == pytest.approx(2 * (1.0 + 6.0 + 0.6 + 0.1))
+    # Attention over the context: two tasks (prompts 4 and 0) of one sequence each, 2 and 6 tokens long:
+    # 2 * (4 + 1) + 6 * (0 + 3) = 28 token-contexts.
+    attention = RolloutPool(kv_token_s=0.5)
+    assert generation_s(attention, np.array([4.0, 0.0]), np.array([2.0, 6.0]), 1.0) == pytest.approx(14.0)
 
 
 # -- properties -------------------------------------------------------------------------------------
