@@ -16,7 +16,7 @@ tiny CPU model, 16 samples take about 0.15 s and 512 take 1.5 s: far from propor
     `LearnerModel.step_s + token_s * tokens`, tokens counted as the update pads them (micro-batches of
     rows times their longest row);
   * the weight sync (`engine.update_weights`) -> `sync_s`.
-Fits are non-negative least squares. Not here: running or comparing the validation runs (`sim_validate`).
+Fits are non-negative least squares on relative errors (the validation's measure). Not here: running or comparing the validation runs (`sim_validate`).
 """
 
 from __future__ import annotations
@@ -36,8 +36,11 @@ ClassOf = Callable[[str], str]
 """Domain id -> the name of its domain class."""
 
 
-def nonnegative_lstsq(columns: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """argmin ||columns @ x - target|| subject to x >= 0, by trying every subset of columns (few columns)."""
+def nonnegative_lstsq(columns: np.ndarray, target: np.ndarray, relative: bool = False) -> np.ndarray:
+    """argmin ||columns @ x - target|| subject to x >= 0, by trying every subset of columns (few columns);
+    `relative` minimises the relative errors instead (each row divided by its target)."""
+    if relative:
+        columns, target = columns / target[:, None], np.ones_like(target)
     num = columns.shape[1]
     best, best_residual = np.zeros(num), float(np.sum(target**2))
     for size in range(1, num + 1):
@@ -115,25 +118,34 @@ def _summary(values: Sequence[float]) -> dict[str, float]:
 
 def calibrate(run: Any, sizes: Sequence[int], budgets: Sequence[int], class_of: ClassOf, repeats: int = 2,
               serial_items: int = 24) -> Calibration:  # fmt: skip
-    """Drive `run` (a `posttrain.train.run.Run`) through every (tasks, budget) pair `repeats` times (the
-    whole grid, then again) after a warm-up."""
+    """Drive `run` (a `posttrain.train.run.Run`) through every (tasks, budget, domain class) of the grid
+    `repeats` times (the whole grid, then again) after a warm-up. A step's tasks come from one class's
+    domains in turn: classes differ in prompt length, which separates per-token from per-context costs."""
     from posttrain.train.stages import RolloutStage
 
     stages = {m: RolloutStage(run.engine, run.components.renderer,
                               run.config.rollout.model_copy(update={"max_new_tokens": m}), run.config.seed)
               for m in budgets}  # fmt: skip
-    _measure(run, stages[budgets[0]], sizes[0], class_of, 0)  # warm-up: the sandbox pool starts here
+    by_class: dict[str, list[str]] = {}
+    for domain_id in run.pool.registry.ids():
+        by_class.setdefault(class_of(domain_id), []).append(domain_id)
+    for domains in by_class.values():  # warm-up: the sandbox pool starts here
+        _measure(run, stages[budgets[0]], _tasks(run, domains, sizes[0]), class_of, 0)
     points, groups = [], []
-    grid = list(itertools.product(sizes, budgets)) * repeats
-    for index, (num_tasks, budget) in enumerate(grid, start=1):
-        point, graded = _measure(run, stages[budget], num_tasks, class_of, index)
+    grid = list(itertools.product(sizes, budgets, sorted(by_class))) * repeats
+    for index, (num_tasks, budget, name) in enumerate(grid, start=1):
+        point, graded = _measure(run, stages[budget], _tasks(run, by_class[name], num_tasks), class_of, index)
         points.append(point)
         groups.extend(graded)
     return _fit(run, points, groups, class_of, serial_items)
 
 
-def _measure(run: Any, stage: Any, num_tasks: int, class_of: ClassOf, index: int) -> tuple[Point, list[Any]]:
-    tasks = run.draw_tasks(num_tasks)
+def _tasks(run: Any, domains: list[str], num_tasks: int) -> list[Any]:
+    """`num_tasks` train tasks from `domains` in turn."""
+    return [run.pool.sample(domains[i % len(domains)], 1, "train", run.rng)[0] for i in range(num_tasks)]
+
+
+def _measure(run: Any, stage: Any, tasks: list[Any], class_of: ClassOf, index: int) -> tuple[Point, list[Any]]:
     start = time.perf_counter()
     groups = stage.generate(tasks, version=index)
     generated = time.perf_counter()
@@ -171,13 +183,14 @@ def _measure(run: Any, stage: Any, num_tasks: int, class_of: ClassOf, index: int
 
 def _fit(run: Any, points: list[Point], groups: list[Any], class_of: ClassOf, serial_items: int) -> Calibration:
     gen_x = np.asarray([[1.0, p.decode_steps, p.response_tokens, p.context_tokens, p.prompt_tokens] for p in points])
-    call_s, step_s, token_s, kv_s, prefill_s = nonnegative_lstsq(gen_x, np.asarray([p.generate_s for p in points]))
+    call_s, step_s, token_s, kv_s, prefill_s = nonnegative_lstsq(gen_x, np.asarray([p.generate_s for p in points]),
+                                                                 relative=True)
     classes = sorted({c for p in points for c in p.items_per_class})
     # One row per (point, class): a call grading only that class's items.
     ver_x = np.asarray([[1.0] + [p.items_per_class[c] * (c == d) for d in classes] for p in points for c in p.verify_s])
-    ver = nonnegative_lstsq(ver_x, np.asarray([s for p in points for s in p.verify_s.values()]))
+    ver = nonnegative_lstsq(ver_x, np.asarray([s for p in points for s in p.verify_s.values()]), relative=True)
     learn_x = np.asarray([[1.0, p.learn_tokens] for p in points])
-    learn_fixed_s, learn_token_s = nonnegative_lstsq(learn_x, np.asarray([p.learn_s for p in points]))
+    learn_fixed_s, learn_token_s = nonnegative_lstsq(learn_x, np.asarray([p.learn_s for p in points]), relative=True)
     max_seqs = getattr(run.config.rollout.engine, "max_num_seqs", 256)
     item_s = {c: float(ver[1 + i]) for i, c in enumerate(classes)}
     serial = _serial_times(run, groups, class_of, classes, serial_items)

@@ -87,9 +87,9 @@ class SimBenchSettings(StrictModel):
     """Timed steps per validation run."""
     rounds: int = 2
     """Repetitions of every validation run; medians are reported."""
-    calibration_sizes: tuple[int, ...] = (4, 12, 32)
+    calibration_sizes: tuple[int, ...] = (4, 16, 32)
     """Tasks per calibration step."""
-    calibration_budgets: tuple[int, ...] = (12, 24, 40)
+    calibration_budgets: tuple[int, ...] = (12, 40)
     """Response budgets of the calibration steps."""
     calibration_repeats: int = 2
     """Passes over the calibration grid."""
@@ -273,7 +273,7 @@ def main(argv: list[str]) -> int:
         return cluster_main(rest)
     args = parse_args(rest)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    quick = {"steps": 3, "rounds": 1, "calibration_sizes": (4, 16, 32), "calibration_budgets": (12, 32),
+    quick = {"steps": 3, "rounds": 1, "calibration_sizes": (4, 16), "calibration_budgets": (12, 32),
              "calibration_repeats": 1}
     settings = SimBenchSettings.model_validate(quick if args.quick else {})
     updates = {k: v for k, v in {"steps": args.steps, "rounds": args.rounds}.items() if v is not None}

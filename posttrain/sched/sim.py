@@ -281,18 +281,33 @@ def _overlap_s(intervals: list[tuple[float, float]], start: float, end: float) -
     return float(np.clip(np.minimum(spans[:, 1], end) - np.maximum(spans[:, 0], start), 0, None).sum())
 
 
-def _result(sim: _Simulation) -> SimResult:
-    sc, logs = sim.sc, sim.logs
-    window = logs[sc.warmup_steps:sc.steps]
-    start = logs[sc.warmup_steps - 1].published if sc.warmup_steps else 0.0
-    end = window[-1].published
-    span = max(end - start, 1e-12)
-    workers = {"rollout": sc.rollout.num_workers, "verify": sc.verify.num_workers, "learner": 1}
-    utilisation = {pool: _overlap_s(sim.busy[pool], start, end) / (workers[pool] * span) for pool in workers}
+def _staleness(window: list[_StepLog]) -> dict[int, int]:
+    """Samples per staleness over the window's steps."""
     stale: dict[int, int] = {}
     for log in window:
         for age, count in (log.staleness or {}).items():
             stale[age] = stale.get(age, 0) + count
+    return stale
+
+
+def _latency_by_class(sim: _Simulation, steps: range) -> dict[str, dict[str, float]]:
+    latency = np.concatenate([sim.logs[t].latency for t in steps if sim.logs[t].latency is not None])
+    classes = np.concatenate([sim.work.step(t).item_class for t in steps])
+    return {
+        cls.name: {"p50": float(np.percentile(latency[classes == i], 50)),
+                   "p95": float(np.percentile(latency[classes == i], 95))}
+        for i, cls in enumerate(sim.sc.domains) if (classes == i).any()
+    }  # fmt: skip
+
+
+def _result(sim: _Simulation) -> SimResult:
+    sc, logs = sim.sc, sim.logs
+    window = logs[sc.warmup_steps:sc.steps]
+    start = logs[sc.warmup_steps - 1].published if sc.warmup_steps else 0.0
+    span = max(window[-1].published - start, 1e-12)
+    workers = {"rollout": sc.rollout.num_workers, "verify": sc.verify.num_workers, "learner": 1}
+    utilisation = {pool: _overlap_s(sim.busy[pool], start, start + span) / (workers[pool] * span) for pool in workers}
+    stale = _staleness(window)
     total = sum(stale.values())
     breakdown = {
         "generate_s": float(np.mean([s.gen_end - s.gen_start for s in window])),
@@ -302,13 +317,6 @@ def _result(sim: _Simulation) -> SimResult:
         "learner_wait_s": float(np.mean([s.wait_s for s in window])),
     }
     steps = range(sc.warmup_steps, sc.steps)
-    latency = np.concatenate([logs[t].latency for t in steps if logs[t].latency is not None])
-    classes = np.concatenate([sim.work.step(t).item_class for t in steps])
-    per_class = {
-        cls.name: {"p50": float(np.percentile(latency[classes == i], 50)),
-                   "p95": float(np.percentile(latency[classes == i], 95))}
-        for i, cls in enumerate(sc.domains) if (classes == i).any()
-    }  # fmt: skip
     return SimResult(
         scenario=sc.name,
         mode=sc.mode,
@@ -319,7 +327,7 @@ def _result(sim: _Simulation) -> SimResult:
         staleness_max=max(stale, default=0),
         staleness_shares={age: stale[age] / total for age in sorted(stale)},
         breakdown_s=breakdown,
-        verify_latency_s=per_class,
+        verify_latency_s=_latency_by_class(sim, steps),
         verify_service_mean_s=float(np.mean(np.concatenate([sim.work.step(t).verify_s for t in steps]))),
         num_events=sim.num_events,
     )

@@ -23,6 +23,11 @@ def test_nonnegative_least_squares_recovers_and_clamps() -> None:
     falling = np.asarray([[1.0, 1.0], [1.0, 2.0], [1.0, 3.0]])
     fit = nonnegative_lstsq(falling, np.asarray([3.0, 2.0, 1.0]))
     assert fit[1] == 0.0 and fit[0] == pytest.approx(2.0)
+    # A constant fitted to 1 and 3: the plain mean 2; on relative errors, minimising (c - 1)^2 + ((c - 3) / 3)^2
+    # gives c = 1.2.
+    ones = np.ones((2, 1))
+    assert nonnegative_lstsq(ones, np.asarray([1.0, 3.0]))[0] == pytest.approx(2.0)
+    assert nonnegative_lstsq(ones, np.asarray([1.0, 3.0]), relative=True)[0] == pytest.approx(1.2)
 
 
 def test_padded_tokens_count_rows_times_their_longest() -> None:
