@@ -113,7 +113,9 @@ class DomainClass(StrictModel):
     batch_share: float = Field(1.0, gt=0)
     """Relative share of each batch's tasks drawn from the class (normalised over the classes)."""
     prompt_tokens: int = Field(0, ge=0)
-    """Prompt length of a task."""
+    """Median prompt length of a task."""
+    prompt_sigma: float = Field(0.0, ge=0)
+    """Log-space spread of prompt lengths (0: all `prompt_tokens`)."""
     response_tokens: int = Field(1, ge=1)
     """Median response length."""
     response_sigma: float = Field(0.0, ge=0)
@@ -309,4 +311,6 @@ class Workload:
             verify = np.minimum(verify, sc.verify.timeout_s)
         rollout_jitter = np.exp(sc.rollout.jitter_sigma * rng.standard_normal(size))
         learn_jitter = float(np.exp(sc.learner.jitter_sigma * rng.standard_normal()))
+        prompt_sigma = np.asarray([c.prompt_sigma for c in sc.domains])[self.domain_class[task_domain]]
+        prompt = np.round(prompt * np.exp(prompt_sigma * rng.standard_normal(size)))
         return StepWork(task_domain, item_domain, item_class, prompt, response, verify, rollout_jitter, learn_jitter)

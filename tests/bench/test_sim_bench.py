@@ -41,6 +41,7 @@ def fake_calibration() -> Calibration:
         verify_call_s=0.02, verify_item_s={"math": 1e-4, "code": 0.02},
         verify_shape={"math": EmpiricalTime(samples_s=(1e-4,)), "code": EmpiricalTime(samples_s=(0.01, 0.03))},
         serial_s={"math": [1e-4], "code": [0.05]}, sync_s=0.003, prompt_tokens={"math": 15.0, "code": 85.0},
+        prompt_sigma={"math": 0.0, "code": 0.0},
         response_fraction={"math": 0.5, "code": 1.0},
     )  # fmt: skip
 
