@@ -13,8 +13,8 @@ tiny CPU model, 16 samples take about 0.15 s and 512 take 1.5 s: far from propor
     reward stage is modelled as one server: its sandbox pool's concurrency on this machine's cores is in
     the effective time);
   * the learner side (`make_batch`, `learner.step`, domain stats, mixture update, the metrics row) ->
-    `LearnerModel.step_s + token_s * tokens`, tokens counted as the update pads them (micro-batches of
-    rows times their longest row);
+    `LearnerModel.step_s + token_s * tokens + attention_s * sum(row length ** 2)`, rows counted as the
+    update pads them (each as long as the longest row of its micro-batch);
   * the weight sync (`engine.update_weights`) -> `sync_s`.
 Each stage is fitted on the fastest repeat of every grid point (the least disturbed by other processes
 on a shared machine), by non-negative least squares on relative errors. Not here: running or comparing the validation runs (`sim_validate`).
@@ -69,6 +69,8 @@ class Point:
     prompt_tokens: int
     learn_tokens: int
     """Padded tokens of the update's micro-batches."""
+    learn_pairs: int
+    """Sum over the update's rows of their padded length squared."""
     items_per_class: dict[str, int]
     length_fraction_sum: dict[str, float]
     """Per class: the sum over its items of response length / budget."""
@@ -172,12 +174,13 @@ def _measure(run: Any, stage: Any, tasks: list[Any], class_of: ClassOf, index: i
         items[name] = items.get(name, 0) + 1
         fractions[name] = fractions.get(name, 0.0) + t.num_policy_tokens / stage.config.max_new_tokens
     max_seqs = getattr(run.config.rollout.engine, "max_num_seqs", 256)
+    rows = padded_rows([len(t.token_ids) for t in trajectories], run.config.policy.micro_batch_size)
     point = Point(
         num_tasks=len(tasks), max_new_tokens=stage.config.max_new_tokens,
         decode_steps=max(max(lengths), math.ceil(sum(lengths) / max_seqs)), response_tokens=sum(lengths),
         context_tokens=sum(t.num_policy_tokens * (t.prompt_length + t.num_policy_tokens / 2) for t in trajectories),
         prompt_tokens=sum(g.trajectories[0].prompt_length for g in groups),
-        learn_tokens=_padded_tokens([len(t.token_ids) for t in trajectories], run.config.policy.micro_batch_size),
+        learn_tokens=sum(rows), learn_pairs=sum(r * r for r in rows),
         items_per_class=items, length_fraction_sum=fractions,
         generate_s=generated - start, verify_s=verify_s, learn_s=learned - verified,
         sync_s=synced - learned,
@@ -207,8 +210,9 @@ def _fit(run: Any, points: list[Point], groups: list[Any], class_of: ClassOf, se
     ver_x = np.asarray([[1.0] + [p.items_per_class[c] * (c == d) for d in classes] for p in ver for c in p.verify_s])
     ver_fit = nonnegative_lstsq(ver_x, np.asarray([s for p in ver for s in p.verify_s.values()]), relative=True)
     learn = least_disturbed(points, lambda p: p.learn_s)
-    learn_x = np.asarray([[1.0, p.learn_tokens] for p in learn])
-    learn_fixed_s, learn_token_s = nonnegative_lstsq(learn_x, np.asarray([p.learn_s for p in learn]), relative=True)
+    learn_x = np.asarray([[1.0, p.learn_tokens, p.learn_pairs] for p in learn])
+    learn_fixed_s, learn_token_s, attention_s = nonnegative_lstsq(learn_x, np.asarray([p.learn_s for p in learn]),
+                                                                  relative=True)
     max_seqs = getattr(run.config.rollout.engine, "max_num_seqs", 256)
     log_prompts = _per_class(groups, class_of, lambda g: [math.log(g.trajectories[0].prompt_length)])
     item_s = {c: float(ver_fit[1 + i]) for i, c in enumerate(classes)}
@@ -218,7 +222,7 @@ def _fit(run: Any, points: list[Point], groups: list[Any], class_of: ClassOf, se
     return Calibration(
         rollout=RolloutPool(call_s=call_s, decode_step_s=step_s, token_s=token_s, kv_token_s=kv_s,
                             prefill_token_s=prefill_s, max_batch_seqs=max_seqs),
-        learner=LearnerModel(step_s=learn_fixed_s, token_s=learn_token_s,
+        learner=LearnerModel(step_s=learn_fixed_s, token_s=learn_token_s, attention_s=attention_s,
                              micro_batch_size=run.config.policy.micro_batch_size),
         verify_call_s=float(ver_fit[0]), verify_item_s=item_s, verify_shape=shape, serial_s=serial,
         sync_s=float(np.median([p.sync_s for p in points])),
@@ -244,10 +248,10 @@ def _grade_by_class(run: Any, groups: list[Any], class_of: ClassOf) -> tuple[lis
     return [graded[i] for i in range(len(groups))], seconds
 
 
-def _padded_tokens(lengths: list[int], micro_batch_size: int) -> int:
-    """Tokens the update's padded micro-batches hold: each batch of rows times its longest row."""
+def padded_rows(lengths: list[int], micro_batch_size: int) -> list[int]:
+    """Each row's length in the update's padded micro-batches: the longest row of its micro-batch."""
     chunks = [lengths[i:i + micro_batch_size] for i in range(0, len(lengths), micro_batch_size)]
-    return sum(len(chunk) * max(chunk) for chunk in chunks)
+    return [max(chunk) for chunk in chunks for _ in chunk]
 
 
 def _per_class(groups: list[Any], class_of: ClassOf, values: Callable[[Any], list[float]]) -> dict[str, list[float]]:

@@ -44,8 +44,9 @@ ASSUMPTIONS: dict[str, str] = {
     "prefill_token_s": "0.032 ms per prompt token: 16 GFLOP at half of peak",
     "call_s": "0.5 s per generate call (scheduling, detokenising, transfers)",
     "max_batch_seqs": "256 sequences per engine",
-    "learner": "64 H100s: 6 x 8e9 = 48 GFLOP per trained token at 40% of peak -> 1.9 us per token; 3 s fixed "
-               "per update (optimizer step, gradient reduction, bookkeeping); packed sequences",
+    "learner": "64 H100s: 6 x 8e9 = 48 GFLOP per trained token at 40% of peak -> 1.9 us per token; causal "
+               "attention 12 x 32 layers x 4096 FLOP per token pair over L^2/2 pairs -> 31 ps per squared row "
+               "length; 3 s fixed per update (optimizer step, gradient reduction, bookkeeping); packed sequences",
     "sync_s": "3 s to publish 16 GB of weights to the engines (and, async, for an engine to load them)",
     "verify": "180 math/text domains in-process (lognormal, median 20 ms, sigma 0.5); 90 code domains with "
               "unit tests in a sandbox (lognormal, median 0.8 s, sigma 1.0, per-domain factor within 3x); 30 "
@@ -80,7 +81,7 @@ def cluster_scenario(steps: int = 16) -> PipelineScenario:
         rollout=RolloutPool(num_workers=64, call_s=0.5, decode_step_s=0.0065, token_s=3e-5, kv_token_s=5.2e-8,
                             prefill_token_s=3.2e-5, max_batch_seqs=256),
         verify=VerifyPool(num_workers=1000, timeout_s=120.0),
-        learner=LearnerModel(step_s=3.0, token_s=1.9e-6),
+        learner=LearnerModel(step_s=3.0, token_s=1.9e-6, attention_s=3.1e-11),
         sync_s=3.0,
     )  # fmt: skip
 

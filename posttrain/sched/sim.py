@@ -259,8 +259,8 @@ class _Simulation:
         log, work = self.logs[step], self.work.step(step)
         self.learner_busy = True
         log.wait_s = self.now - self.learner_free_since
-        tokens = work.learn_tokens(self.sc.learner.micro_batch_size)
-        log.learn_start, log.learn_end = self.now, self.now + learn_s(self.sc.learner, tokens, work.learn_jitter)
+        rows = work.learn_rows(self.sc.learner.micro_batch_size)
+        log.learn_start, log.learn_end = self.now, self.now + learn_s(self.sc.learner, rows, work.learn_jitter)
         self.busy["learner"].append((log.learn_start, log.learn_end))
         self.at(log.learn_end + self.sc.sync_s, functools.partial(self.publish, step))
 

@@ -15,8 +15,9 @@ Cost models (each a sum of measured or assumed coefficients):
     token's context, and a task's prompt is prefilled once per group;
   * one verification: a draw from its domain's distribution, scaled by the domain's own factor and cut at
     the pool's `timeout_s`;
-  * one update: `step_s + token_s * tokens` (prompt + response tokens of the whole batch; with
-    `micro_batch_size`, padded: each micro-batch of rows, in domain order, counts rows x its longest row).
+  * one update: `step_s + token_s * sum(L_r) + attention_s * sum(L_r ** 2)` over the batch's rows of
+    length `L_r` = prompt + response (with `micro_batch_size`, padded: a row counts as long as the
+    longest row of its micro-batch, rows in domain order).
 
 Guarantees: pure numpy; every draw of step `t` comes from a generator seeded by `(seed, t)`, so a step's
 workload is the same whatever the mode, pool sizes or event order (common random numbers make
@@ -171,6 +172,8 @@ class LearnerModel(StrictModel):
     """Fixed cost of one update (optimizer step, batch building, bookkeeping)."""
     token_s: float = Field(0.0, ge=0)
     """Cost per token of the batch (prompt and response, forward and backward)."""
+    attention_s: float = Field(0.0, ge=0)
+    """Cost per squared row length (attention over every pair of a row's tokens, forward and backward)."""
     micro_batch_size: int | None = Field(None, ge=1)
     """Rows per micro-batch of a learner that pads (rows in domain order; a micro-batch costs its rows x
     its longest row); None: packed sequences, every token counted once."""
@@ -232,9 +235,10 @@ def generation_s(pool: RolloutPool, prompt_tokens: np.ndarray, response_tokens: 
     return cost * jitter
 
 
-def learn_s(learner: LearnerModel, num_tokens: float, jitter: float) -> float:
-    """One update's time over a batch of `num_tokens` tokens."""
-    return (learner.step_s + learner.token_s * num_tokens) * jitter
+def learn_s(learner: LearnerModel, rows: np.ndarray, jitter: float) -> float:
+    """One update's time over rows of these lengths (`StepWork.learn_rows`)."""
+    tokens, pairs = float(rows.sum()), float((rows.astype(float) ** 2).sum())
+    return (learner.step_s + learner.token_s * tokens + learner.attention_s * pairs) * jitter
 
 
 @dataclass(frozen=True)
@@ -258,16 +262,17 @@ class StepWork:
     learn_jitter: float
     """Multiplicative noise of this step's update."""
 
-    def learn_tokens(self, micro_batch_size: int | None) -> float:
-        """Tokens the update processes: every row's prompt + response, or padded per micro-batch."""
+    def learn_rows(self, micro_batch_size: int | None) -> np.ndarray:
+        """Each row's length as the update processes it: prompt + response, or, with micro-batches (rows
+        in domain order), the longest row of its micro-batch."""
         group = len(self.item_domain) // max(len(self.task_domain), 1)
         lengths = np.repeat(self.prompt_tokens, group) + self.response_tokens
-        if micro_batch_size is None:
-            return float(lengths.sum())
+        if micro_batch_size is None or not lengths.size:
+            return lengths
         ordered = lengths[np.argsort(self.item_domain, kind="stable")]
         starts = np.arange(0, ordered.size, micro_batch_size)
         rows = np.minimum(starts + micro_batch_size, ordered.size) - starts
-        return float((np.maximum.reduceat(ordered, starts) * rows).sum()) if ordered.size else 0.0
+        return np.repeat(np.maximum.reduceat(ordered, starts), rows)
 
 
 class Workload:

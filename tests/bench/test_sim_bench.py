@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from posttrain.bench.sim_calibrate import Calibration, _padded_tokens, nonnegative_lstsq
+from posttrain.bench.sim_calibrate import Calibration, nonnegative_lstsq, padded_rows
 from posttrain.bench.sim_cluster import cluster_scenario, variant
 from posttrain.bench.sim_validate import VALIDATION, SimBenchSettings, local_scenario
 from posttrain.sched.sim import simulate
@@ -30,9 +30,9 @@ def test_nonnegative_least_squares_recovers_and_clamps() -> None:
     assert nonnegative_lstsq(ones, np.asarray([1.0, 3.0]), relative=True)[0] == pytest.approx(1.2)
 
 
-def test_padded_tokens_count_rows_times_their_longest() -> None:
-    assert _padded_tokens([3, 5, 2, 7, 1], 2) == 2 * 5 + 2 * 7 + 1 * 1
-    assert _padded_tokens([3, 5], 64) == 10
+def test_padded_rows_are_as_long_as_their_micro_batchs_longest() -> None:
+    assert padded_rows([3, 5, 2, 7, 1], 2) == [5, 5, 7, 7, 1]
+    assert padded_rows([3, 5], 64) == [5, 5]
 
 
 def fake_calibration() -> Calibration:

@@ -19,6 +19,7 @@ from posttrain.sched.sim_model import (
     VerifyPool,
     Workload,
     generation_s,
+    learn_s,
 )
 
 
@@ -193,15 +194,18 @@ def test_a_window_needs_measured_steps() -> None:
         PipelineScenario.model_validate({**one_item_scenario().model_dump(), "warmup_steps": 6})
 
 
-def test_learn_tokens_packed_or_padded_per_micro_batch() -> None:
+def test_learn_rows_packed_or_padded_per_micro_batch() -> None:
     # Two tasks of two samples: prompts 10 and 2, responses [1, 3] and [5, 5]; the second task's domain
-    # sorts first. Packed: 11 + 13 + 7 + 7 = 38. Micro-batches of 3 rows in domain order: [7, 7, 11] -> 3 x 11,
-    # then [13] -> 13.
+    # sorts first. Packed rows: 11, 13, 7, 7. Micro-batches of 3 rows in domain order: [7, 7, 11] all count
+    # 11, then [13].
     work = StepWork(
         task_domain=np.array([1, 0]), item_domain=np.array([1, 1, 0, 0]), item_class=np.zeros(4, dtype=int),
         prompt_tokens=np.array([10.0, 2.0]), response_tokens=np.array([1.0, 3.0, 5.0, 5.0]),
         verify_s=np.zeros(4), rollout_jitter=np.ones(2), learn_jitter=1.0,
     )  # fmt: skip
-    assert work.learn_tokens(None) == 38
-    assert work.learn_tokens(3) == 3 * 11 + 13
-    assert work.learn_tokens(1) == 38
+    assert sorted(work.learn_rows(None).tolist()) == [7, 7, 11, 13]
+    assert work.learn_rows(3).tolist() == [11, 11, 11, 13]
+    assert sorted(work.learn_rows(1).tolist()) == [7, 7, 11, 13]
+    # 1 + 0.5 * (3 * 11 + 13) + 0.01 * (3 * 121 + 169) = 1 + 23 + 5.32
+    learner = LearnerModel(step_s=1.0, token_s=0.5, attention_s=0.01)
+    assert learn_s(learner, work.learn_rows(3), 1.0) == pytest.approx(29.32)
