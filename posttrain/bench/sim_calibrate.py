@@ -257,7 +257,8 @@ def padded_rows(lengths: list[int], micro_batch_size: int) -> list[int]:
 def _per_class(groups: list[Any], class_of: ClassOf, values: Callable[[Any], list[float]]) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {}
     for group in groups:
-        out.setdefault(class_of(group.task.domain_id), []).extend(values(group))
+        if group.trajectories:  # every sample of a group can be dropped as an infra failure
+            out.setdefault(class_of(group.task.domain_id), []).extend(values(group))
     return out
 
 
