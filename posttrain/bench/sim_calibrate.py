@@ -16,8 +16,8 @@ tiny CPU model, 16 samples take about 0.15 s and 512 take 1.5 s: far from propor
     `LearnerModel.step_s + token_s * tokens + attention_s * sum(row length ** 2)`, rows counted as the
     update pads them (each as long as the longest row of its micro-batch);
   * the weight sync (`engine.update_weights`) -> `sync_s`.
-Each stage is fitted on the fastest repeat of every grid point (the least disturbed by other processes
-on a shared machine), by non-negative least squares on relative errors. Not here: running or comparing the validation runs (`sim_validate`).
+Each stage is fitted on every repeat of every grid point by non-negative least squares on relative
+errors (on a shared machine the repeats see different loads; the fit takes their typical cost). Not here: running or comparing the validation runs (`sim_validate`).
 """
 
 from __future__ import annotations
@@ -188,30 +188,16 @@ def _measure(run: Any, stage: Any, tasks: list[Any], class_of: ClassOf, index: i
     return point, graded
 
 
-def least_disturbed(points: list[Point], seconds: Callable[[Point], float]) -> list[Point]:
-    """Per grid cell (tasks, budget, classes), the repeat whose `seconds` is smallest: on a shared
-    machine the fastest repeat is the one other processes slowed down least."""
-    best: dict[tuple[int, int, tuple[str, ...]], Point] = {}
-    for point in points:
-        cell = (point.num_tasks, point.max_new_tokens, tuple(sorted(point.items_per_class)))
-        if cell not in best or seconds(point) < seconds(best[cell]):
-            best[cell] = point
-    return list(best.values())
-
-
 def _fit(run: Any, points: list[Point], groups: list[Any], class_of: ClassOf, serial_items: int) -> Calibration:
-    gen = least_disturbed(points, lambda p: p.generate_s)
-    gen_x = np.asarray([[1.0, p.decode_steps, p.response_tokens, p.context_tokens, p.prompt_tokens] for p in gen])
-    call_s, step_s, token_s, kv_s, prefill_s = nonnegative_lstsq(gen_x, np.asarray([p.generate_s for p in gen]),
+    gen_x = np.asarray([[1.0, p.decode_steps, p.response_tokens, p.context_tokens, p.prompt_tokens] for p in points])
+    call_s, step_s, token_s, kv_s, prefill_s = nonnegative_lstsq(gen_x, np.asarray([p.generate_s for p in points]),
                                                                  relative=True)
     classes = sorted({c for p in points for c in p.items_per_class})
     # One row per (point, class): a call grading only that class's items.
-    ver = least_disturbed(points, lambda p: sum(p.verify_s.values()))
-    ver_x = np.asarray([[1.0] + [p.items_per_class[c] * (c == d) for d in classes] for p in ver for c in p.verify_s])
-    ver_fit = nonnegative_lstsq(ver_x, np.asarray([s for p in ver for s in p.verify_s.values()]), relative=True)
-    learn = least_disturbed(points, lambda p: p.learn_s)
-    learn_x = np.asarray([[1.0, p.learn_tokens, p.learn_pairs] for p in learn])
-    learn_fixed_s, learn_token_s, attention_s = nonnegative_lstsq(learn_x, np.asarray([p.learn_s for p in learn]),
+    ver_x = np.asarray([[1.0] + [p.items_per_class[c] * (c == d) for d in classes] for p in points for c in p.verify_s])
+    ver_fit = nonnegative_lstsq(ver_x, np.asarray([s for p in points for s in p.verify_s.values()]), relative=True)
+    learn_x = np.asarray([[1.0, p.learn_tokens, p.learn_pairs] for p in points])
+    learn_fixed_s, learn_token_s, attention_s = nonnegative_lstsq(learn_x, np.asarray([p.learn_s for p in points]),
                                                                   relative=True)
     max_seqs = getattr(run.config.rollout.engine, "max_num_seqs", 256)
     log_prompts = _per_class(groups, class_of, lambda g: [math.log(g.trajectories[0].prompt_length)])
