@@ -25,12 +25,14 @@ BENCHMARKS: dict[str, str] = {
     "knowledge": "posttrain.bench.knowledge",
     "async": "posttrain.bench.async_mode",
     "dist": "posttrain.bench.dist",
+    "sim": "posttrain.bench.sim_validate",
 }
 ALL = ("sandbox", "curriculum", "rollout", "pipeline", "agents", "terminal", "code", "update", "gamedev", "cad",
        "knowledge")
 """What `bench all` runs: `learning` trains four runs (about 12 minutes) and is run on its own, as is `dist`
-(it starts a Ray cluster); `knowledge` runs its default preset (a 4K-token document, about a minute;
-`--full` is the 16K one)."""
+(it starts a Ray cluster), `async` and `sim` (it trains about ten short runs to check the pipeline
+simulator); `knowledge` runs its default preset (a 4K-token document, about a minute; `--full` is the 16K
+one)."""
 
 
 def register(sub: Any) -> None:
