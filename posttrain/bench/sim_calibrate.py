@@ -12,10 +12,10 @@ tiny CPU model, 16 samples take about 0.15 s and 512 take 1.5 s: far from propor
     distribution comes from items graded one at a time, rescaled to that effective mean (the local
     reward stage is modelled as one server: its sandbox pool's concurrency on this machine's cores is in
     the effective time);
-  * the learner side (`make_batch`, `learner.step`, domain stats, mixture update, the metrics row) ->
+  * the learner side (`make_batch`, `update`, domain stats, mixture update, the metrics row) ->
     `LearnerModel.step_s + token_s * tokens + attention_s * sum(row length ** 2)`, rows counted as the
     update pads them (each as long as the longest row of its micro-batch);
-  * the weight sync (`engine.update_weights`) -> `sync_s`.
+  * the weight sync (`sync_weights`) -> `sync_s`.
 Each stage is fitted on every repeat of every grid point by non-negative least squares on relative
 errors (on a shared machine the repeats see different loads; the fit takes their typical cost). Not here: running or comparing the validation runs (`sim_validate`).
 """
@@ -152,18 +152,22 @@ def _tasks(run: Any, domains: list[str], num_tasks: int) -> list[Any]:
 
 
 def _measure(run: Any, stage: Any, tasks: list[Any], class_of: ClassOf, index: int) -> tuple[Point, list[Any]]:
+    from posttrain.train.run import StepData
+
     start = time.perf_counter()
     groups = stage.generate(tasks, version=index)
     generated = time.perf_counter()
     graded, verify_s = _grade_by_class(run, groups, class_of)
     verified = time.perf_counter()
     weights = run.mixture.weights()
-    metrics = run.learner.step(run.make_batch(graded))
+    batch, stale = run.make_batch(graded, index)
+    metrics = run.update(batch)
     stats = run.domain_stats(graded)
     run.mixture.update(stats, step=index)
-    run.log_step(index, metrics, stats, weights, {})
+    run.log_step(index, metrics, StepData(weights, graded, graded, {}, stats, {}, run.reward.num_infra_failures),
+                 stale)  # fmt: skip
     learned = time.perf_counter()
-    run.engine.update_weights(run.learner.policy_state(), version=index + 1)
+    run.sync_weights(version=index + 1)
     synced = time.perf_counter()
     trajectories = [t for g in graded for t in g.trajectories]
     lengths = [t.num_policy_tokens for t in trajectories]

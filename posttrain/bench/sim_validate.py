@@ -17,13 +17,16 @@ Usage: `posttrain bench sim [--quick] [--json] [--out DIR] [--images DIR] [--ste
 Each round runs 2-4 back to back, so a prediction and its measurement see the same minutes of a shared
 machine; `--rounds` repeats it and the headline error per config is the median over rounds of the paired
 errors.
-The three validation configs differ in what the simulator models: a generation-bound arithmetic batch
+The validation configs differ in what the simulator models: a generation-bound arithmetic batch
 (16 x 8 samples, 16 tokens), a verification-heavy code batch graded by unit tests in the sandbox
-(8 x 4, 32 tokens), and a larger mixed batch (32 x 4, 24 tokens, 4 arithmetic + 6 code domains).
-Reports predicted vs measured samples/s, the relative error (target: within 20% on all three), the
+(8 x 4, 32 tokens), a larger mixed batch (32 x 4, 24 tokens, 4 arithmetic + 6 code domains), and the code
+batch in async mode (`dist.mode: async`, max_staleness 1: the next step is generated and graded in a
+producer thread while the learner updates).
+Reports predicted vs measured samples/s, the relative error (target: within 20% on each), the
 per-stage times of both, the calibration and the load average. Writes `DIR/sim.json` and
 `sim_validation.png` (into `--images`, default DIR).
-Not measured: async mode (the loop runs sync only), reward worker processes, GPUs.
+Not measured: reward worker processes, GPUs. The simulator gives each pool its own hardware; locally
+the producer thread, the learner and the sandboxes share two cores (and the GIL).
 """
 
 from __future__ import annotations
@@ -65,12 +68,16 @@ class LocalConfig(StrictModel):
     """Samples per task."""
     max_new_tokens: int = Field(ge=1)
     """Response budget."""
+    mode: Literal["sync", "async"] = "sync"
+    """`dist.mode`: async makes the next step's data (generate, then grade) while the learner updates."""
 
 
 VALIDATION = (
     LocalConfig(name="arithmetic", families=("arithmetic",), tasks_per_step=16, group_size=8, max_new_tokens=16),
     LocalConfig(name="code", families=("code",), tasks_per_step=8, group_size=4, max_new_tokens=32),
     LocalConfig(name="mixed", families=("arithmetic", "code"), tasks_per_step=32, group_size=4, max_new_tokens=24),
+    LocalConfig(name="code-async", families=("code",), tasks_per_step=8, group_size=4, max_new_tokens=32,
+                mode="async"),
 )
 CALIBRATION = LocalConfig(name="calibration", families=("arithmetic", "code"), tasks_per_step=16, group_size=4,
                           max_new_tokens=24)  # fmt: skip
@@ -153,7 +160,7 @@ def train_config(local: LocalConfig, settings: SimBenchSettings, model_dir: Path
         "rollout": {"group_size": local.group_size, "max_new_tokens": local.max_new_tokens, "temperature": 1.0},
         "reward": {"workers": 0}, "filter": {"enabled": False},
         "policy": {"lr": 1e-5, "micro_batch_size": 64, "epochs": 1, "loss": {"kl_beta": 0.0}},
-        "eval": {"tasks_per_domain": 1, "max_new_tokens": 1},
+        "eval": {"tasks_per_domain": 1, "max_new_tokens": 1}, "dist": {"mode": local.mode, "max_staleness": 1},
     })  # fmt: skip
 
 
@@ -181,9 +188,11 @@ def local_scenario(calibration: Any, local: LocalConfig, settings: SimBenchSetti
     return PipelineScenario(
         name=local.name, seed=settings.seed, steps=settings.sim_steps, warmup_steps=2,
         tasks_per_step=local.tasks_per_step, group_size=local.group_size, max_new_tokens=local.max_new_tokens,
-        domains=tuple(classes), rollout=calibration.rollout,
+        domains=tuple(classes),
+        # The local async loop has one producer thread that generates a step, then grades it.
+        rollout=calibration.rollout.model_copy(update={"grades_own_calls": local.mode == "async"}),
         verify=VerifyPool(num_workers=1, call_s=calibration.verify_call_s), learner=calibration.learner,
-        sync_s=calibration.sync_s, mode="sync",
+        sync_s=calibration.sync_s, mode=local.mode, max_staleness=1,
     )  # fmt: skip
 
 

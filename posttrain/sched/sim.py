@@ -16,7 +16,9 @@ The model:
     `sync_s` and an engine spends `sync_s` loading new weights before its next call;
   * verification: `verify.num_workers` workers, one item each at a time, served oldest step first and,
     with `fair_share`, the step's domains in turn (so a slow domain does not hold the others back);
-  * the learner updates on step t once all of step t's items are verified and step t - 1 is published.
+  * the learner updates on step t once all of step t's items are verified and step t - 1 is published;
+  * with `rollout.grades_own_calls`, an engine takes its next call only once its last call is graded
+    (one producer that generates, then grades: the local async loop).
 Guarantees: deterministic (same scenario, same result); every sample learned from is at most
 `max_staleness` versions old (0 in sync mode). Not modelled: dynamic-sampling refills, failures and
 retries, preemption, engines of different speeds, network time other than the weight sync.
@@ -145,6 +147,10 @@ class _Simulation:
         self.num_steps = scenario.steps + (self.max_ahead + 1 if self.is_async else 0)
         self.logs = [_StepLog() for _ in range(self.num_steps)]
         self.calls: deque[tuple[int, int, int]] = deque()  # (step, first task, end task)
+        self.call_tasks = scenario.rollout.tasks_per_call or math.ceil(scenario.tasks_per_step
+                                                                       / scenario.rollout.num_workers)
+        self.grading: dict[tuple[int, int], list[int]] = {}
+        """(step, first task) -> [engine, items left] of calls whose engine waits for their grading."""
         self.next_step_to_split = 0
         self.idle_engines = list(range(scenario.rollout.num_workers))
         self.engine_version = [0] * scenario.rollout.num_workers
@@ -170,8 +176,7 @@ class _Simulation:
     # -- rollout ----------------------------------------------------------------------------------
 
     def split_next_step(self) -> None:
-        step, sc = self.next_step_to_split, self.sc
-        size = sc.rollout.tasks_per_call or math.ceil(sc.tasks_per_step / sc.rollout.num_workers)
+        step, sc, size = self.next_step_to_split, self.sc, self.call_tasks
         starts = range(0, sc.tasks_per_step, size)
         self.calls.extend((step, start, min(start + size, sc.tasks_per_step)) for start in starts)
         log = self.logs[step]
@@ -213,6 +218,9 @@ class _Simulation:
             log.held += (items,)
             if log.calls_done == log.num_calls:
                 self.hand_over(step, np.concatenate(log.held))
+        if self.sc.rollout.grades_own_calls:
+            self.grading[(step, first)] = [engine, len(items)]
+            return
         self.idle_engines.append(engine)
         self.dispatch_rollout()
 
@@ -248,7 +256,19 @@ class _Simulation:
         if log.items_left == 0:
             log.verify_end = self.now
             self.try_learn()
+        if self.sc.rollout.grades_own_calls:
+            self.graded_one(step, item)
         self.dispatch_verify()
+
+    def graded_one(self, step: int, item: int) -> None:
+        """An engine that grades its own calls is free once the last sample of its call is graded."""
+        key = (step, item // self.sc.group_size // self.call_tasks * self.call_tasks)
+        call = self.grading[key]
+        call[1] -= 1
+        if call[1] == 0:
+            del self.grading[key]
+            self.idle_engines.append(call[0])
+            self.dispatch_rollout()
 
     # -- the learner ------------------------------------------------------------------------------
 

@@ -149,6 +149,9 @@ class RolloutPool(StrictModel):
     """Log-space spread of a multiplicative noise on each call (0: deterministic)."""
     tasks_per_call: int | None = Field(None, ge=1)
     """Tasks one call takes; None: a step's tasks split evenly over the engines."""
+    grades_own_calls: bool = False
+    """An engine takes its next call only once its last call's samples are graded (one producer thread
+    that generates, then grades, as the local async loop does); False: engines and graders are separate."""
 
 
 class VerifyPool(StrictModel):

@@ -56,6 +56,9 @@ def test_local_scenarios_take_every_coefficient_from_the_calibration() -> None:
     assert mixed.rollout == calibration.rollout and mixed.learner == calibration.learner
     assert mixed.verify.num_workers == 1 and mixed.verify.call_s == 0.02 and mixed.sync_s == 0.003
     assert [d.name for d in by_name["arithmetic"].domains] == ["math"]
+    producer = by_name["code-async"]
+    assert (producer.mode, producer.max_staleness, producer.rollout.grades_own_calls) == ("async", 1, True)
+    assert mixed.mode == "sync" and not mixed.rollout.grades_own_calls
     # Step = generate + verify + learn + sync, and a code step's verification is about its items x 0.02 s.
     result = simulate(by_name["code"])
     assert result.step_s == pytest.approx(sum(result.breakdown_s[k] for k in ("generate_s", "verify_s", "learn_s",
@@ -86,12 +89,12 @@ def test_cluster_quick_run_writes_report_and_curves(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_validation_quick_run_compares_three_configs(tmp_path: Path) -> None:
+def test_validation_quick_run_compares_every_config(tmp_path: Path) -> None:
     from posttrain.bench.sim_validate import main
 
     assert main(["--quick", "--out", str(tmp_path)]) == 0
     report = json.loads((tmp_path / "sim.json").read_text())
-    assert set(report["configs"]) == {"arithmetic", "code", "mixed"}
+    assert set(report["configs"]) == {"arithmetic", "code", "mixed", "code-async"}
     for result in report["configs"].values():
         assert result["measured_samples_per_s"] > 0 and result["predicted_samples_per_s"] > 0
     assert (tmp_path / "sim_validation.png").stat().st_size > 0

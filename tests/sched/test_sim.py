@@ -85,6 +85,19 @@ def test_async_engines_pay_for_loading_weights() -> None:
     assert simulate(one_item_scenario("async", sync_s=0.5)).step_s == pytest.approx(2.5)
 
 
+def test_a_producer_that_grades_its_own_calls_overlaps_only_learning() -> None:
+    # Generate 2 s, then grade 1 s before the next call: 3 s per step on the producer, learning (1 s)
+    # hidden behind it; sync mode is unchanged (2 + 1 + 1).
+    producer = RolloutPool(call_s=2.0, grades_own_calls=True)
+    async_run = one_item_scenario("async").model_copy(update={"rollout": producer})
+    assert simulate(async_run).step_s == pytest.approx(3.0)
+    assert simulate(async_run.model_copy(update={"mode": "sync"})).step_s == pytest.approx(4.0)
+    # Two engines, one task each per step: each waits for its own call's grading only.
+    pair = async_run.model_copy(update={"tasks_per_step": 2, "rollout": producer.model_copy(update={"num_workers": 2}),
+                                        "verify": VerifyPool(num_workers=2)})  # fmt: skip
+    assert simulate(pair).step_s == pytest.approx(3.0)
+
+
 def test_async_without_staleness_cannot_overlap_generation_and_learning() -> None:
     assert simulate(one_item_scenario("async", max_staleness=0)).step_s == pytest.approx(4.0)
 
