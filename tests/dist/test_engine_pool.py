@@ -4,6 +4,7 @@ die mid-call (crashed, or killed from outside while busy) being replaced without
 from __future__ import annotations
 
 import functools
+import os
 import threading
 import time
 from pathlib import Path
@@ -77,9 +78,15 @@ def test_a_worker_killed_from_outside_while_busy_is_replaced(ray_cluster: None, 
         def kill_the_first_busy_worker() -> None:
             while not (started := list(tmp_path.glob("started-*"))):
                 time.sleep(0.02)
-            name = pids[int(started[0].name.split("-")[1])]
+            pid = int(started[0].name.split("-")[1])
+            name = pids[pid]
             ray.kill(handles[name], no_restart=True)
             killed.append(name)
+            # ray.kill only sends the kill: release the workers once the process is really gone, or the
+            # doomed one could still finish its call first.
+            deadline = time.monotonic() + 10.0
+            while _alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.02)
             (tmp_path / "release").touch()
 
         killer = threading.Thread(target=kill_the_first_busy_worker)
@@ -123,3 +130,11 @@ def test_autoscaling_grows_the_pool_between_calls(ray_cluster: None) -> None:
         assert pool.workers.num_live == 3 and pool.workers.num_workers == 3
     finally:
         pool.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
