@@ -117,13 +117,15 @@ def write_validation_plot(report: dict[str, Any], out: Path) -> str:
     for side, (key, offset) in enumerate((("measured_stages_s", -0.2), ("predicted_stages_s", 0.2))):
         bottom = [0.0] * len(names)
         for colour, pair in enumerate(stages):
-            values = [configs[n][key][pair[side]] for n in names]
+            values = [max(configs[n][key][pair[side]], 0.0) for n in names]  # async: the rest can be < 0
             right.bar([i + offset for i in x], values, 0.4, bottom=bottom, color=f"C{colour}",
                       label=pair[0].removesuffix("_s") if side == 0 else None, alpha=1.0 if side == 0 else 0.55)
             bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+        right.scatter([i + offset for i in x], [configs[n][key]["step_s"] for n in names], marker="_", s=400,
+                      color="black", zorder=3, label="step" if side == 0 else None)
     right.set_xticks(list(x), names)
     right.set_ylabel("seconds per step (left bar measured, right bar simulated)")
-    right.set_title("step time by stage", fontsize=10)
+    right.set_title("time per step by stage (black: the step; async stages overlap)", fontsize=10)
     right.legend(fontsize=8)
     return _save(fig, out, "sim_validation.png")
 

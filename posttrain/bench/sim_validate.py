@@ -95,7 +95,7 @@ class SimBenchSettings(StrictModel):
     steps: int = 8
     """Timed steps per validation run."""
     rounds: int = 3
-    """Rounds (calibration, predictions, the three runs); the median of their paired errors is reported."""
+    """Rounds (calibration, predictions, the validation runs); the median of their paired errors is reported."""
     calibration_sizes: tuple[int, ...] = (4, 16, 32)
     """Tasks per calibration step."""
     calibration_budgets: tuple[int, ...] = (12, 40)
@@ -224,7 +224,7 @@ def measure(local: LocalConfig, settings: SimBenchSettings, model_dir: Path, run
 
 
 def run_round(settings: SimBenchSettings, model_dir: Path, work_dir: Path, index: int) -> dict[str, Any]:
-    """A calibration run, the predictions it gives and the three measured runs, back to back (so a
+    """A calibration run, the predictions it gives and the measured runs, back to back (so a
     prediction and its measurement see the same machine load)."""
     from posttrain.sched.sim import simulate
 
