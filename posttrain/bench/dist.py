@@ -1,14 +1,18 @@
-"""Training throughput in one process against Ray worker pools, on the quickstart preset cut down.
+"""Training throughput in one process against Ray worker pools, on a preset cut down.
 
-`python bench/dist.py [--json] [--out DIR] [--steps N] [--tasks-per-step T] [--eval-tasks E] [--rounds R]`
-(`posttrain bench dist`): trains the quickstart preset (its tiny base model, built first if missing)
-for N steps three ways with the same seed: `local` (everything in this process: the baseline), `ray_1`
-and `ray_2` (1 and 2 rollout workers, 2 reward workers each), R interleaved rounds, all while one local
-Ray cluster with the machine's CPUs runs (started once, not counted). Per variant: the median over
-rounds of samples/s of the training steps (`samples_per_s` of the last metrics row: evaluations and the
-pools' start-up excluded) and of the run's wall time, and its per-step losses; each variant's samples/s
-as a ratio to local's, and whether its losses equal local's bit for bit (else the largest difference).
-JSON in `DIR/dist.json`. Not in `bench all`.
+`python bench/dist.py [--json] [--out DIR] [--config PRESET] [--scaling] [--steps N] [--tasks-per-step T]
+[--eval-tasks E] [--rounds R]` (`posttrain bench dist`): trains the preset (default quickstart; its tiny
+base model, built first if missing) for N steps several ways with the same seed, R interleaved rounds,
+all while one local Ray cluster with the machine's CPUs runs (started once, not counted). Default
+variants: `local` (everything in this process: the baseline), `ray_1` and `ray_2` (1 and 2 rollout
+workers, 2 reward workers each). `--scaling` (for a sandbox-heavy preset such as `code-tiny`) runs the
+scaling curve instead: local with 1, 2 and 4 verifier worker processes (`local_rw1`, the baseline, ...),
+Ray with 1 rollout worker and 1, 2 and 4 reward workers (`ray_rw1` ...), and Ray with 2 rollout + 2
+reward workers (`ray_2_rw2`). Per variant: the median over rounds of samples/s of the training steps
+(`samples_per_s` of the last metrics row: evaluations and the pools' start-up excluded) and of the run's
+wall time, and its per-step losses; each variant's samples/s as a ratio to the baseline's, and whether
+its losses equal the baseline's bit for bit (else the largest difference). JSON in `DIR/dist.json`
+(`DIR/dist_scaling_<preset>.json` with `--scaling`). Not in `bench all`.
 """
 
 from __future__ import annotations
@@ -29,10 +33,17 @@ from posttrain.train.base_model import ensure_tiny_base
 from posttrain.train.config import TrainConfig, load_train_config
 from posttrain.train.loop import train
 
-QUICKSTART = Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml"
-RUNS = {"local": [], "ray_1": ["dist.backend=ray", "dist.rollout_workers=1", "dist.reward_workers=2"],
-        "ray_2": ["dist.backend=ray", "dist.rollout_workers=2", "dist.reward_workers=2"]}  # fmt: skip
-"""Name -> the `--set` overrides of that run on top of the cut-down preset."""
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+RAY = "dist.backend=ray"
+RUNS = {"local": [], "ray_1": [RAY, "dist.rollout_workers=1", "dist.reward_workers=2"],
+        "ray_2": [RAY, "dist.rollout_workers=2", "dist.reward_workers=2"]}  # fmt: skip
+"""Name -> the `--set` overrides of that run on top of the cut-down preset; the first is the baseline."""
+SCALING = {
+    **{f"local_rw{n}": [f"reward.workers={n}"] for n in (1, 2, 4)},
+    **{f"ray_rw{n}": [RAY, "dist.rollout_workers=1", f"dist.reward_workers={n}"] for n in (1, 2, 4)},
+    "ray_2_rw2": [RAY, "dist.rollout_workers=2", "dist.reward_workers=2"],
+}
+"""The scaling curve's variants (`--scaling`); `local_rw1` is the baseline."""
 
 
 def run_once(config: TrainConfig) -> dict[str, Any]:
@@ -49,24 +60,28 @@ def run_once(config: TrainConfig) -> dict[str, Any]:
             "wall_s": round(wall_s, 1), "losses": [row["loss"] for row in rows]}  # fmt: skip
 
 
-def measure(steps: int, tasks_per_step: int, eval_tasks: int, rounds: int) -> dict[str, Any]:
+def measure(steps: int, tasks_per_step: int, eval_tasks: int, rounds: int, preset: str = "quickstart",
+            variants: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    variants = variants or RUNS
     cut = [f"steps={steps}", f"tasks_per_step={tasks_per_step}", f"eval.tasks_per_domain={eval_tasks}"]
-    configs = {name: load_train_config(QUICKSTART, cut + extra) for name, extra in RUNS.items()}
-    ensure_tiny_base(configs["local"].tiny_base, configs["local"].domains, log=lambda _: None)
-    samples: dict[str, list[dict[str, Any]]] = {name: [] for name in RUNS}
+    path = CONFIGS / f"{preset}.yaml" if (CONFIGS / f"{preset}.yaml").exists() else Path(preset)
+    configs = {name: load_train_config(path, cut + extra) for name, extra in variants.items()}
+    baseline = next(iter(configs))
+    ensure_tiny_base(configs[baseline].tiny_base, configs[baseline].domains, log=lambda _: None)
+    samples: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
     with ray_session(DistConfig(backend="ray")):
         for _ in range(rounds):  # interleaved, so that load from elsewhere falls on every variant alike
             for name, config in configs.items():
                 samples[name].append(run_once(config))
     runs = {name: _median_run(rs) for name, rs in samples.items()}
-    base = runs["local"]
+    base = runs[baseline]
     for run in runs.values():
-        run["samples_per_s_vs_local"] = round(run["samples_per_s"] / base["samples_per_s"], 3)
-        run["losses_equal_local"] = run["losses"] == base["losses"]
+        run["samples_per_s_vs_baseline"] = round(run["samples_per_s"] / base["samples_per_s"], 3)
+        run["losses_equal_baseline"] = run["losses"] == base["losses"]
         run["max_loss_diff"] = max(abs(a - b) for a, b in zip(run["losses"], base["losses"], strict=True))
-    return {"workload": {"preset": "quickstart", "steps": steps, "tasks_per_step": tasks_per_step,
-                         "group_size": configs["local"].rollout.group_size, "eval_tasks_per_domain": eval_tasks},
-            "rounds": rounds, "runs": runs}  # fmt: skip
+    return {"workload": {"preset": preset, "steps": steps, "tasks_per_step": tasks_per_step,
+                         "group_size": configs[baseline].rollout.group_size, "eval_tasks_per_domain": eval_tasks},
+            "baseline": baseline, "variants": variants, "rounds": rounds, "runs": runs}  # fmt: skip
 
 
 def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -79,23 +94,28 @@ def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _show(report: dict[str, Any]) -> None:
     w = report["workload"]
-    print(f"quickstart, {w['steps']} steps x {w['tasks_per_step']} tasks x {w['group_size']} samples, "
+    base = report["baseline"]
+    print(f"{w['preset']}, {w['steps']} steps x {w['tasks_per_step']} tasks x {w['group_size']} samples, "
           f"medians of {report['rounds']} rounds")
     for name, run in report["runs"].items():
-        same = "losses = local" if run["losses_equal_local"] else f"max loss diff {run['max_loss_diff']:.2e}"
-        print(f"  {name:6s} {run['samples_per_s']:8.1f} samples/s ({run['samples_per_s_vs_local']:.2f}x local)"
+        same = f"losses = {base}" if run["losses_equal_baseline"] else f"max loss diff {run['max_loss_diff']:.2e}"
+        print(f"  {name:9s} {run['samples_per_s']:8.1f} samples/s ({run['samples_per_s_vs_baseline']:.2f}x {base})"
               f"  wall {run['wall_s']:6.1f} s  {same}")  # fmt: skip
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="posttrain bench dist", description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    parser.add_argument("--out", default="bench/results", help="folder for dist.json")
+    parser.add_argument("--out", default="bench/results", help="folder for the JSON report")
+    parser.add_argument("--config", default="quickstart", help="preset name or YAML path")
+    parser.add_argument("--scaling", action="store_true", help="the scaling curve's variants (1/2/4 reward workers)")
     parser.add_argument("--steps", type=int, default=5, help="training steps per run")
     parser.add_argument("--tasks-per-step", type=int, default=32, help="tasks per step (x group size samples)")
     parser.add_argument("--eval-tasks", type=int, default=8, help="eval tasks per domain (base and final)")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (medians reported)")
     args = parser.parse_args(argv)
-    report = measure(args.steps, args.tasks_per_step, args.eval_tasks, args.rounds)
-    emit_report(report, args.out, "dist.json", args.json, _show)
+    variants = SCALING if args.scaling else RUNS
+    report = measure(args.steps, args.tasks_per_step, args.eval_tasks, args.rounds, args.config, variants)
+    name = f"dist_scaling_{Path(args.config).stem}.json" if args.scaling else "dist.json"
+    emit_report(report, args.out, name, args.json, _show)
     return 0
