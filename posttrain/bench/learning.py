@@ -17,8 +17,9 @@ Check on the control: `control_flat`: its mean delta is within +-2 points or its
 The untrained domains' drops (more than 2 points with the interval below 0) are listed, not failed.
 Runs with agent domains also report, pooled over the trained agent domains, the greedy held-out success
 rate and recovery rate (errored episodes that still succeeded) before and after with 95% Wilson
-intervals; the checks `agent_success_separated` and `agent_recovery_separated` (each seed) ask for the
-final interval to lie wholly above the base one.
+intervals, and the change with its 95% interval (`success_delta`, `recovery_delta`: change, low, high;
+Newcombe's interval for two independent proportions); the checks `agent_success_separated` and
+`agent_recovery_separated` (each seed) ask for the stricter: the final interval wholly above the base one.
 """
 
 from __future__ import annotations
@@ -99,6 +100,14 @@ def wilson(successes: float, n: float, z: float = 1.96) -> tuple[float, float]:
     return centre - half, centre + half
 
 
+def newcombe(p1: float, ci1: tuple[float, float], p2: float, ci2: tuple[float, float]) -> tuple[float, float]:
+    """95% interval of `p2 - p1` for two independent proportions from their Wilson intervals (Newcombe 1998,
+    method 10): wider than a normal interval near 0 and 1, narrower than requiring the two to be apart."""
+    low = p2 - p1 - math.sqrt((p2 - ci2[0]) ** 2 + (ci1[1] - p1) ** 2)
+    high = p2 - p1 + math.sqrt((ci2[1] - p2) ** 2 + (p1 - ci1[0]) ** 2)
+    return low, high
+
+
 def pooled_agent(eval_doc: dict[str, Any], domains: list[str]) -> dict[str, Any] | None:
     """Success and recovery pooled over `domains`' agent metrics in one eval file (None: no agent domain)."""
     rows = [eval_doc[d]["agent"] for d in domains if eval_doc.get(d, {}).get("agent")]
@@ -123,7 +132,10 @@ def agent_report(run_dir: Path, summary: dict[str, Any]) -> dict[str, Any] | Non
         return None
     if base is None or final is None:
         return None
-    return {"base": base, "final": final,
+    deltas = {f"{name}_delta": (final[f"{name}_rate"] - base[f"{name}_rate"],
+                                *newcombe(base[f"{name}_rate"], base[f"{name}_ci"], final[f"{name}_rate"],
+                                          final[f"{name}_ci"])) for name in ("success", "recovery")}  # fmt: skip
+    return {"base": base, "final": final, **deltas,
             "success_separated": final["success_ci"][0] > base["success_ci"][1],
             "recovery_separated": final["recovery_ci"][0] > base["recovery_ci"][1]}  # fmt: skip
 
@@ -189,9 +201,11 @@ def _print_table(report: dict[str, Any]) -> None:
         print(f"{label:22s} {run['headline']}  ({run['wall_s']:.0f} s)")
         if "agent" in run:
             b, f = run["agent"]["base"], run["agent"]["final"]
-            print(f"{'':22s} agent success {b['success_rate']:.3f} -> {f['success_rate']:.3f}, "
-                  f"recovery {b['recovery_rate']:.3f} -> {f['recovery_rate']:.3f} "
-                  f"({f['errored_episodes']} errored episodes)")
+            ds, dr = run["agent"]["success_delta"], run["agent"]["recovery_delta"]
+            print(f"{'':22s} agent success {b['success_rate']:.3f} -> {f['success_rate']:.3f} "
+                  f"({ds[0]:+.3f} [{ds[1]:+.3f}, {ds[2]:+.3f}]), recovery {b['recovery_rate']:.3f} -> "
+                  f"{f['recovery_rate']:.3f} ({dr[0]:+.3f} [{dr[1]:+.3f}, {dr[2]:+.3f}]; "
+                  f"{f['errored_episodes']} errored episodes)")
     for name, check in report["checks"].items():
         print(f"{name:22s} {check}")
     print(f"passed: {report['passed']}")

@@ -102,6 +102,17 @@ def test_agent_runs_report_pooled_success_and_recovery_with_wilson_intervals(tmp
     report = agent_report(tmp_path, summary)
     assert report is not None and report["success_separated"] and report["recovery_separated"]
     assert report["final"]["episodes"] == 400 and report["final"]["recovery_rate"] == 0.5
+    change, low, high = report["success_delta"]
+    assert change == pytest.approx(0.3) and 0.0 < low < 0.3 < high
     (tmp_path / "eval_final.json").write_text(json.dumps(doc(0.33, 0.22)))
     report = agent_report(tmp_path, summary)
     assert report is not None and not report["success_separated"] and not report["recovery_separated"]
+    assert report["success_delta"][1] < 0.0 < report["success_delta"][2]
+
+
+def test_newcombe_difference_interval_matches_the_published_example() -> None:
+    from posttrain.bench.learning import newcombe, wilson
+
+    # Newcombe (1998), Statistics in Medicine 17:873, Table II example (a): 56/70 vs 48/80, method 10
+    low, high = newcombe(48 / 80, wilson(48, 80), 56 / 70, wilson(56, 70))
+    assert (low, high) == pytest.approx((0.0524, 0.3339), abs=1e-4)
