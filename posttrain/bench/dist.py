@@ -9,8 +9,9 @@ workers, 2 reward workers each). `--scaling` (for a sandbox-heavy preset such as
 scaling curve instead: local with 1, 2 and 4 verifier worker processes (`local_rw1`, the baseline, ...),
 Ray with 1 rollout worker and 1, 2 and 4 reward workers (`ray_rw1` ...), and Ray with 2 rollout + 2
 reward workers (`ray_2_rw2`). Per variant: the median over rounds of samples/s of the training steps
-(`samples_per_s` of the last metrics row: evaluations and the pools' start-up excluded) and of the run's
-wall time, and its per-step losses; each variant's samples/s as a ratio to the baseline's, and whether
+(`samples_per_s` of the last metrics row: evaluations and the pools' start-up excluded), of the run's
+wall time and of each stage's seconds per step (the metrics' `time/*`, mean over steps), and its per-step
+losses; each variant's samples/s as a ratio to the baseline's, and whether
 its losses equal the baseline's bit for bit (else the largest difference). JSON in `DIR/dist.json`
 (`DIR/dist_scaling_<preset>.json` with `--scaling`). Not in `bench all`.
 """
@@ -56,8 +57,10 @@ def run_once(config: TrainConfig) -> dict[str, Any]:
         rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
+    stages = sorted({key for row in rows for key in row if key.startswith("time/")})
+    stage_s = {key[5:]: round(statistics.fmean(row.get(key, 0.0) for row in rows), 3) for key in stages}
     return {"samples_per_s": round(rows[-1]["samples_per_s"], 2), "train_s": rows[-1]["train_s"],
-            "wall_s": round(wall_s, 1), "losses": [row["loss"] for row in rows]}  # fmt: skip
+            "wall_s": round(wall_s, 1), "stage_s": stage_s, "losses": [row["loss"] for row in rows]}  # fmt: skip
 
 
 def measure(steps: int, tasks_per_step: int, eval_tasks: int, rounds: int, preset: str = "quickstart",
@@ -89,6 +92,7 @@ def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {"samples_per_s": statistics.median(r["samples_per_s"] for r in runs),
             "samples_per_s_rounds": [r["samples_per_s"] for r in runs],
             "wall_s": statistics.median(r["wall_s"] for r in runs), "losses": runs[0]["losses"],
+            "stage_s": {key: statistics.median(r["stage_s"].get(key, 0.0) for r in runs) for key in runs[0]["stage_s"]},
             "losses_same_every_round": all(r["losses"] == runs[0]["losses"] for r in runs)}  # fmt: skip
 
 
@@ -99,8 +103,9 @@ def _show(report: dict[str, Any]) -> None:
           f"medians of {report['rounds']} rounds")
     for name, run in report["runs"].items():
         same = f"losses = {base}" if run["losses_equal_baseline"] else f"max loss diff {run['max_loss_diff']:.2e}"
+        stages = " ".join(f"{key[:-2]} {value:.2f}" for key, value in run["stage_s"].items())
         print(f"  {name:9s} {run['samples_per_s']:8.1f} samples/s ({run['samples_per_s_vs_baseline']:.2f}x {base})"
-              f"  wall {run['wall_s']:6.1f} s  {same}")  # fmt: skip
+              f"  wall {run['wall_s']:6.1f} s  {same}  s/step: {stages}")  # fmt: skip
 
 
 def main(argv: list[str]) -> int:
