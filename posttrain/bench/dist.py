@@ -31,10 +31,9 @@ from posttrain.bench.report import emit_report
 from posttrain.dist.cluster import ray_session
 from posttrain.dist.config import DistConfig
 from posttrain.train.base_model import ensure_tiny_base
-from posttrain.train.config import TrainConfig, load_train_config
+from posttrain.train.config import TrainConfig, load_train_config, resolve_config_path
 from posttrain.train.loop import train
 
-CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 RAY = "dist.backend=ray"
 RUNS = {"local": [], "ray_1": [RAY, "dist.rollout_workers=1", "dist.reward_workers=2"],
         "ray_2": [RAY, "dist.rollout_workers=2", "dist.reward_workers=2"]}  # fmt: skip
@@ -67,7 +66,7 @@ def measure(steps: int, tasks_per_step: int, eval_tasks: int, rounds: int, prese
             variants: dict[str, list[str]] | None = None) -> dict[str, Any]:
     variants = variants or RUNS
     cut = [f"steps={steps}", f"tasks_per_step={tasks_per_step}", f"eval.tasks_per_domain={eval_tasks}"]
-    path = CONFIGS / f"{preset}.yaml" if (CONFIGS / f"{preset}.yaml").exists() else Path(preset)
+    path = resolve_config_path(preset)
     configs = {name: load_train_config(path, cut + extra) for name, extra in variants.items()}
     baseline = next(iter(configs))
     ensure_tiny_base(configs[baseline].tiny_base, configs[baseline].domains, log=lambda _: None)

@@ -16,8 +16,6 @@ from typing import Any
 from posttrain.cli.evaluate import add_matrix_arguments, cmd_matrix
 from posttrain.errors import UsageError
 
-REPO_CONFIGS = Path(__file__).resolve().parents[2] / "configs"
-
 
 def register(sub: Any) -> None:
     p = sub.add_parser("train", help="run RL post-training")
@@ -66,21 +64,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     return 0
 
 
-def resolve_config_path(name: str) -> Path:
-    from posttrain.errors import ConfigError
-
-    path = Path(name)
-    if path.suffix in (".yaml", ".yml") or path.exists():
-        return path
-    preset = REPO_CONFIGS / f"{name}.yaml"
-    if not preset.is_file():
-        known = sorted(p.stem for p in REPO_CONFIGS.glob("*.yaml"))
-        raise ConfigError(f"no config file {name!r} and no preset of that name (presets: {', '.join(known)})")
-    return preset
-
-
 def _load(name: str, overrides: list[str]) -> Any:
-    from posttrain.train.config import load_train_config
+    from posttrain.train.config import load_train_config, resolve_config_path
 
     return load_train_config(resolve_config_path(name), overrides)
 
@@ -180,7 +165,7 @@ def _eval_config(name: str) -> Any:
     """A train config; a plain domains YAML becomes the domains of the default config."""
     from posttrain.config import read_yaml
     from posttrain.tasks.registry import load_domains
-    from posttrain.train.config import TrainConfig
+    from posttrain.train.config import TrainConfig, resolve_config_path
 
     path = resolve_config_path(name)
     data = read_yaml(path)

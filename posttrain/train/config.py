@@ -248,6 +248,24 @@ class TrainConfig(StrictModel):
         return {**data, "policy": {**policy, "temperature": rollout["temperature"]}}
 
 
+REPO_CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+"""The presets shipped with the repository (`configs/<name>.yaml`)."""
+
+
+def resolve_config_path(name: str) -> Path:
+    """A YAML path as given, else the preset of that name; ConfigError naming the presets if neither."""
+    from posttrain.errors import ConfigError
+
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        return path
+    preset = REPO_CONFIGS / f"{name}.yaml"
+    if not preset.is_file():
+        known = sorted(p.stem for p in REPO_CONFIGS.glob("*.yaml"))
+        raise ConfigError(f"no config file {name!r} and no preset of that name (presets: {', '.join(known)})")
+    return preset
+
+
 def load_train_config(path: str | Path | None, overrides: list[str] | None = None) -> TrainConfig:
     """Load a preset or file; JSONL paths in its domains resolve against the file's folder."""
     config = load_config(TrainConfig, path, overrides or [])
