@@ -34,6 +34,7 @@ import os
 import re
 import secrets
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,10 @@ from posttrain.verify.base import GoldError, gold_json
 from posttrain.verify.code_harness import MARSHAL_VERSION
 from posttrain.verify.configs import CodeTestsConfig
 
-HARNESS_SOURCE = Path(__file__).with_name("code_harness.py").read_text()
+HARNESS_SOURCE = Path(__file__).with_name("code_guard.py").read_text() + Path(__file__).with_name(
+    "code_harness.py"
+).read_text().replace("from __future__ import annotations\n", "", 1)
+"""What runs in the sandbox: the guard, then the harness (one `from __future__` line, at the top)."""
 PYTHON = ("python3", "-I", "-S")
 """The sandbox's interpreter, isolated from the environment and without site-packages (the standard
 library only; `site` alone costs a few milliseconds per response)."""
@@ -57,6 +61,12 @@ HARNESS_MEMORY_MB = 64
 MAX_OUTPUT_BYTES = 1 << 20
 """Output kept per stream: a verdict line, or an io case's whole expected stdout."""
 BATCH_SLACK_S = 120.0
+MAX_RUN_ITEMS = 8
+"""Responses graded one after another in one sandbox run (the sandbox and the harness parent start once)."""
+ITEM_SLACK_S = 1.0
+"""Run wall time per response beyond its tests' budget: its interpreter start and the clean-up after it."""
+CLEANED_DIRS = ("/tmp", "/dev/shm", ".")
+"""Writable places in the sandbox where the harness removes what a response left before the next starts."""
 POOL_SIZE = max(2, min(16, 2 * (os.cpu_count() or 1)))
 """Sandboxes per verifier: programs mostly wait on their own pipes, so twice the cores keeps them busy."""
 _FENCE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
@@ -194,9 +204,10 @@ class CodeTestsVerifier:
         """One Score per (task, response), in order; the programs run concurrently in the pool."""
         if not items:
             return []
-        rounds = math.ceil(len(items) / self.pool_size)
+        per_run_s = MAX_RUN_ITEMS * (self.config.timeout_s + ITEM_SLACK_S) + HARNESS_SLACK_S
+        rounds = math.ceil(len(items) / self.pool_size) + MAX_RUN_ITEMS  # + runs again after a sabotage
         try:
-            return run_blocking(self._score_all(items), rounds * self.spec.timeout_s + BATCH_SLACK_S)
+            return run_blocking(self._score_all(items), rounds * per_run_s + BATCH_SLACK_S)
         except Exception as exc:  # noqa: BLE001 - the pool could not start or the batch overran
             return [Score.infra(f"code verification failed: {type(exc).__name__}: {exc}"[:500]) for _ in items]
 
@@ -224,43 +235,98 @@ class CodeTestsVerifier:
 
     async def _score_all(self, items: Sequence[tuple[Task, str]]) -> list[Score]:
         pool = await self._pool.get()
-        return list(await asyncio.gather(*(self._score_one(pool, task, response) for task, response in items)))
+        scores: list[Score | None] = [None] * len(items)
+        jobs: list[_Job] = []
+        io: list[Any] = []
+        for index, (task, response) in enumerate(items):
+            try:
+                gold = parse_gold(task)
+                code = extract_code(response)
+                if gold["style"] == "io":
+                    io.append(self._score_io_at(pool, scores, index, task, gold, code))
+                else:
+                    jobs.append(_Job(index, task.id, gold, assemble(gold.get("prompt", ""), gold["entry_point"], code)))
+            except GoldError as exc:
+                scores[index] = Score.infra(f"task {task.id}: {exc}")
+            except Exception as exc:  # noqa: BLE001 - a bug here is never the model's fault
+                scores[index] = Score.infra(f"code verifier bug on task {task.id}: {type(exc).__name__}: {exc}"[:500])
+        await asyncio.gather(self._score_functions(pool, jobs, scores), *io)
+        return [s if s is not None else Score.infra("code verifier: not graded") for s in scores]
 
-    async def _score_one(self, pool: SandboxPool, task: Task, response: str) -> Score:
+    async def _score_io_at(self, pool: SandboxPool, scores: list[Score | None], index: int, task: Task,
+                           gold: dict[str, Any], code: str) -> None:  # fmt: skip
         try:
-            gold = parse_gold(task)
-            code = extract_code(response)
-            if gold["style"] == "io":
-                return await self._score_io(pool, gold, code)
-            return await self._score_function(pool, gold, assemble(gold.get("prompt", ""), gold["entry_point"], code))
-        except GoldError as exc:
-            return Score.infra(f"task {task.id}: {exc}")
+            scores[index] = await self._score_io(pool, gold, code)
         except Exception as exc:  # noqa: BLE001 - a bug here is never the model's fault
-            return Score.infra(f"code verifier bug on task {task.id}: {type(exc).__name__}: {exc}"[:500])
+            scores[index] = Score.infra(f"code verifier bug on task {task.id}: {type(exc).__name__}: {exc}"[:500])
 
-    async def _score_function(self, pool: SandboxPool, gold: dict[str, Any], program: str) -> Score:
+    async def _score_functions(self, pool: SandboxPool, jobs: list[_Job], scores: list[Score | None]) -> None:
+        """Function-style jobs in runs of up to `MAX_RUN_ITEMS`, spread over the pool; the responses a run
+        did not start (its parent was killed or found tampering) go into the next round."""
+        for _ in range(len(jobs) + 1):
+            if not jobs:
+                return
+            size = min(MAX_RUN_ITEMS, math.ceil(len(jobs) / self.pool_size))
+            runs = [jobs[k : k + size] for k in range(0, len(jobs), size)]
+            try:
+                outcomes = await asyncio.gather(*(self._score_run(pool, run) for run in runs))
+            except Exception as exc:  # noqa: BLE001 - a bug here is never the model's fault
+                for job in jobs:
+                    scores[job.index] = Score.infra(f"code verifier bug: {type(exc).__name__}: {exc}"[:500])
+                return
+            jobs = []
+            for graded, left in outcomes:
+                for job, score in graded:
+                    scores[job.index] = score
+                jobs += left
+
+    async def _score_run(self, pool: SandboxPool, jobs: list[_Job]) -> tuple[list[tuple[_Job, Score]], list[_Job]]:
+        """One sandbox run over `jobs`: (graded jobs, jobs to run again)."""
         nonce = secrets.token_hex(16)
+        stdin = f"{len(jobs)}\n".encode()
+        for job in jobs:
+            source = job.program.encode("utf-8", "surrogatepass")
+            stdin += f"{len(source)}\n".encode() + source
+        secret = {"nonce": nonce, "clean": list(CLEANED_DIRS), "items": [self._secret(job.gold) for job in jobs]}
+        stdin += marshal.dumps(secret, MARSHAL_VERSION)
+        timeout_s = len(jobs) * (self.config.timeout_s + ITEM_SLACK_S) + HARNESS_SLACK_S
+        result = await pool.run(self._harness, stdin=stdin, timeout_s=timeout_s)
+        lines = _harness_lines(result, nonce)
+        stray = {"stray_output_lines": lines.stray} if lines.stray else {}
+        graded: list[tuple[_Job, Score]] = []
+        left: list[_Job] = []
+        for position, job in enumerate(jobs):
+            total = sum(split_tests(job.gold["tests"])[1])
+            if position in lines.verdicts:
+                score = self._verdict_score(lines.verdicts[position], result.status, stray)
+                if lines.tampered is not None and lines.tampered[0] == position:
+                    score = tests_score("tampered", ["error"] * total, False, run=result.status,
+                                        note=lines.tampered[1], **stray)  # fmt: skip
+            elif result.status == "sandbox_error":
+                score = Score.infra(f"sandbox error: {result.error}"[:500])
+            elif position in lines.started:
+                status = _NO_VERDICT.get(result.status, "no_verdict")
+                score = tests_score(status, ["error"] * total, self.config.partial_credit, run=result.status, **stray)
+            elif not lines.started:  # no program ran: nothing here can be the model's doing
+                score = Score.infra(f"the code harness started no program: {result.status} {result.stderr[-300:]!r}"[:500])
+            else:
+                left.append(job)
+                continue
+            graded.append((job, score))
+        return graded, left
+
+    def _secret(self, gold: dict[str, Any]) -> dict[str, Any]:
         statements, is_test = split_tests(gold["tests"])
         setup = gold.get("setup") or ""
-        secret = {"nonce": nonce, "setup": setup, "tests": gold["tests"], "statements": list(statements),
-                  "is_test": list(is_test), "entry_point": gold["entry_point"], "budget_s": self.config.timeout_s,
-                  "prompt": prompt_for_tests(gold.get("prompt", ""), gold["entry_point"], gold["tests"], setup)}
-        source = program.encode("utf-8", "surrogatepass")
-        stdin = f"{len(source)}\n".encode() + source + marshal.dumps(secret, MARSHAL_VERSION)
-        result = await pool.run(self._harness, stdin=stdin)
-        if result.status == "sandbox_error":
-            return Score.infra(f"sandbox error: {result.error}"[:500])
-        verdict = _verdict(result, nonce)
-        stray = _stray_lines(result, nonce)
-        extra = {"stray_output_lines": stray} if stray else {}
-        if verdict is None:
-            status = _NO_VERDICT.get(result.status, "no_verdict")
-            return tests_score(status, ["error"] * sum(is_test), self.config.partial_credit, run=result.status,
-                               **extra)  # fmt: skip
+        return {"setup": setup, "tests": gold["tests"], "statements": list(statements), "is_test": list(is_test),
+                "entry_point": gold["entry_point"], "budget_s": self.config.timeout_s,
+                "prompt": prompt_for_tests(gold.get("prompt", ""), gold["entry_point"], gold["tests"], setup)}  # fmt: skip
+
+    def _verdict_score(self, verdict: tuple[str, list[str], str], run: str, extra: dict[str, Any]) -> Score:
         status, tests, note = verdict
         if status == "harness_error":
             return Score.infra(f"code harness: {note}"[:500])
-        return tests_score(status, tests, self.config.partial_credit, run=result.status, note=note, **extra)
+        return tests_score(status, tests, self.config.partial_credit, run=run, note=note, **extra)
 
     async def _score_io(self, pool: SandboxPool, gold: dict[str, Any], code: str) -> Score:
         prompt = gold.get("prompt", "")
@@ -291,24 +357,49 @@ def _case_status(result: ExecResult, expected: str) -> str:
     return "pass" if normalize_output(result.stdout.decode("utf-8", "replace")) == normalize_output(expected) else "fail"
 
 
-def _stray_lines(result: ExecResult, nonce: str) -> int:
-    """Non-empty lines on the verdict channel besides this run's verdict: only the harness parent writes
-    there (the program's stdout is /dev/null), so any such line was written by a program that reached
-    the channel some other way (e.g. through /proc), a tamper sign in `details["stray_output_lines"]`."""
-    lines = result.stdout.decode("ascii", "replace").splitlines()
-    return sum(1 for line in lines if line.strip() and not line.startswith(nonce + " "))
+@dataclass
+class _Job:
+    index: int
+    task_id: str
+    gold: dict[str, Any]
+    program: str
 
 
-def _verdict(result: ExecResult, nonce: str) -> tuple[str, list[str], str] | None:
-    """(status, per-test statuses, note) from the harness's verdict line, the one that starts with this
-    run's nonce; None when there is none."""
+@dataclass
+class _Lines:
+    """What one run's harness wrote on its verdict channel (lines carrying the run's nonce)."""
+
+    started: set[int] = field(default_factory=set)
+    verdicts: dict[int, tuple[str, list[str], str]] = field(default_factory=dict)
+    """Per response: (status, per-test statuses, note)."""
+    tampered: tuple[int, str] | None = None
+    """(the response whose processes changed the sandbox, what changed)."""
+    stray: int = 0
+    """Non-empty lines without the nonce: only the harness parent writes there (the programs' stdout is
+    /dev/null), so such a line was written by a program that reached the channel some other way (e.g.
+    through /proc), a tamper sign in `details["stray_output_lines"]` of every response of the run."""
+
+
+def _harness_lines(result: ExecResult, nonce: str) -> _Lines:
+    lines = _Lines()
     for line in result.stdout.decode("ascii", "replace").splitlines():
         fields = line.split(" ")
-        if len(fields) == 4 and fields[0] == nonce:
-            tests = [] if fields[2] == "-" else fields[2].split(",")
-            try:
-                note = "" if fields[3] == "-" else bytes.fromhex(fields[3]).decode("utf-8", "replace")
-            except ValueError:
-                note = ""
-            return fields[1], tests, note
-    return None
+        if fields[0] != nonce or len(fields) < 3:
+            lines.stray += bool(line.strip())
+        elif fields[1] == "start" and fields[2].isdigit():
+            lines.started.add(int(fields[2]))
+        elif fields[1] == "tampered" and len(fields) == 4:
+            lines.tampered = (int(fields[2]), _unhex(fields[3]))
+        elif len(fields) == 5 and fields[1].isdigit():
+            tests = [] if fields[3] == "-" else fields[3].split(",")
+            lines.verdicts[int(fields[1])] = (fields[2], tests, _unhex(fields[4]))
+        else:
+            lines.stray += 1
+    return lines
+
+
+def _unhex(text: str) -> str:
+    try:
+        return "" if text == "-" else bytes.fromhex(text).decode("utf-8", "replace")
+    except ValueError:
+        return ""

@@ -1,42 +1,55 @@
-"""The trusted test harness of `code_tests` (function style); run inside the sandbox as `python3 -I -c <this source>`.
+"""The trusted test harness of `code_tests` (function style); run inside the sandbox as `python3 -I -S -c <this>`.
 
-Stdlib only, and only modules that cost nothing to import (`marshal`, `_signal`, `select`, `ctypes`): an
-interpreter is started per response. The host passes this file's source on the command line, so nothing
-of it sits in the sandbox's workspace. Protocol on stdin: `<n>\\n`, then the n bytes of the program, then
-the secret part as `marshal` data (`nonce`, `prompt`, `setup`, `tests`, `statements`, `is_test`,
-`entry_point`, `budget_s`; the host splits `check`'s body into `statements`, see `posttrain.verify.code`).
+Stdlib only, and only modules that cost nothing to import (`marshal`, `_signal`, `select`, `_ctypes`).
+One run grades a batch of responses one after another (the host sends up to `code.MAX_RUN_ITEMS`):
+the sandbox and this parent start once per batch, the program of each response in a fresh interpreter.
+Protocol on stdin: `<count>\\n`, then per response `<n>\\n` and the n bytes of its program, then the
+secret part as `marshal` data (`nonce` and `items`: per response `prompt`, `setup`, `tests`,
+`statements`, `is_test`, `entry_point`, `budget_s`; the host splits `check`'s body into `statements`).
 
 Guarantees (the threat model is in docs/sandbox.md, "Code verification"):
-- The parent makes itself non-dumpable, reads exactly the program, then forks the child that runs it:
-  the child's memory never held the tests or the nonce, and it gets /dev/null for stdin, stdout and
-  stderr and no other descriptor but its two private pipes.
+- The parent makes itself non-dumpable and a child subreaper. For each response it spawns a new
+  interpreter (`posix_spawn`, so no Python code of the parent runs in the child and the exec leaves
+  nothing of the parent's memory) that runs `child_main` with /dev/null for stdin, stdout and stderr
+  and no descriptor but its two private pipes: the program's process never held the tests or the nonce.
 - The child loads the program only when the parent has prepared the tests, and answers calls with
   results as `marshal` data, which holds only exact builtin types (a subclass is refused); the parent
   decodes them into fresh objects and accepts only plain data (`unpack`), so no object of the program's
   (a lying `__eq__`, a patched builtin) exists on its side.
 - The parent runs `check`'s body statement by statement against a proxy of the entry point and writes
-  one verdict line (`<nonce> <status> <test,statuses> <message hex>`) on a duplicate of its stdout made
-  before the fork (its own stdout is /dev/null while tests run). A verdict is written only by this code; a program that kills,
-  stops or starves the parent leaves no verdict, which the host grades as a failure.
-Not here: assembling the program or grading the verdict (`posttrain.verify.code`).
+  one verdict line (`<nonce> <index> <status> <test,statuses> <message hex>`) on a duplicate of its
+  stdout made at start (its own stdout is /dev/null). A verdict is written only by this code.
+- Responses of a batch cannot reach each other: before each one starts, every other process in the
+  sandbox's pid namespace is killed and reaped, files added under /tmp, /dev/shm and the working
+  directory are removed, and the parent checks that nothing changed what a child would inherit from it
+  (rlimits, nice, scheduling policy, CPU affinity, OOM score, autogroup). Only then does it write
+  `<nonce> start <index>`. A change it finds ends the batch with `<nonce> tampered <index of the
+  previous response>`, the only response whose processes existed since the last check.
+- A program that kills, stops or starves the parent leaves its own response started without a
+  verdict (the host grades that as a failure) and the later ones not started (the host runs them again).
+Not here: assembling the program, batching, or grading the verdict (`posttrain.verify.code`).
 """
 
 from __future__ import annotations
 
 import _signal
 import builtins
-import ctypes
 import marshal
 import os
 import select
 import sys
 import time
 
+try:  # noqa: SIM105 - on the host; in the sandbox the guard's source runs first (`code.HARNESS_SOURCE`)
+    from posttrain.verify.code_guard import Guard, kill_descendants, read_bytes
+except ImportError:
+    pass
+
 TYPE_CHECKING = False  # `typing` costs milliseconds to import, paid per response
 if TYPE_CHECKING:
     from typing import Any
 
-PR_SET_DUMPABLE = 4
+PR_GET_DUMPABLE, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 3, 4, 36
 MAX_FRAME_BYTES = 16 << 20
 """Largest encoded call or result; a larger result is the program's failure."""
 MESSAGE_CHARS = 200
@@ -123,30 +136,31 @@ def read_rest(fd: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_program() -> bytes:
-    """Exactly the program: its length line byte by byte, then its bytes (nothing secret is read)."""
+def read_line() -> bytes:
+    """One short header line of stdin, byte by byte (so nothing after it is read)."""
     header = b""
     while not header.endswith(b"\n"):
         byte = os.read(0, 1)
         if not byte or len(header) > 20:
-            raise HarnessError("bad program header")
+            raise HarnessError("bad header")
         header += byte
-    return read_exact(0, int(header), None)
+    return header
+
+
+def read_program() -> bytes:
+    """Exactly one program: its length line, then its bytes (nothing secret is read)."""
+    return read_exact(0, int(read_line()), None)
 
 
 # ---------------------------------------------------------------- child: runs the program, answers calls
-def child_main(program: bytes, call_r: int, result_w: int) -> None:
-    devnull = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(devnull, fd)
-    keep = sorted((call_r, result_w))
-    os.closerange(3, keep[0])
-    os.closerange(keep[0] + 1, keep[1])
-    os.closerange(keep[1] + 1, 1 << 16)
+def child_main(call_r: int, result_w: int) -> None:
+    """The program's interpreter (spawned by the parent with only `call_r` and `result_w` open beside
+    /dev/null): waits for `("load", program)`, runs the program, then answers calls until the pipe closes."""
+    os.closerange(max(call_r, result_w) + 1, 1 << 16)  # nothing else should be open; make sure
     _signal.signal(_signal.SIGPIPE, _signal.SIG_DFL)
     _signal.signal(_signal.SIGINT, _signal.default_int_handler)
     try:
-        read_frame(call_r, None)  # "load": the parent has prepared the tests
+        _, program = marshal.loads(read_frame(call_r, None))  # sent once the parent has prepared the tests
     except BaseException:
         os._exit(0)
     namespace: dict[str, Any] = {"__name__": "solution", "__builtins__": builtins}
@@ -258,7 +272,7 @@ def _rebuilt_exception(answer: tuple[Any, ...]) -> Exception:
     return CandidateError(f"{answer[0]}: {name}: {text}"[:MESSAGE_CHARS])
 
 
-def run_tests(child: Child, secret: dict[str, Any]) -> dict[str, Any]:
+def run_tests(child: Child, secret: dict[str, Any], program: bytes) -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": "tests", "__builtins__": builtins}
     try:
         exec(compile(secret["prompt"], "<prompt>", "exec"), namespace)  # noqa: S102 - task data
@@ -275,7 +289,7 @@ def run_tests(child: Child, secret: dict[str, Any]) -> dict[str, Any]:
 
     namespace["candidate"] = namespace[entry] = candidate  # tests may also call it by name
     try:
-        loaded = child.ask(("load",))
+        loaded = child.ask(("load", program))
     except CandidateError as exc:
         loaded = ("raise", "timeout" if str(exc) == "timeout" else "exited", "")
     if loaded[0] != "ok":
@@ -314,38 +328,89 @@ def _run_statement(statement: Any, namespace: dict[str, Any]) -> tuple[str, str]
         return "error", f"{type(exc).__name__}: {exc}"
 
 
-def main() -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-        sys.exit("harness: cannot make itself non-dumpable")
-    _signal.signal(_signal.SIGPIPE, _signal.SIG_IGN)
-    # SIGINT would raise KeyboardInterrupt inside a test statement; every other signal the child may
-    # send kills the parent (no verdict, a model failure).
-    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
-    verdict_fd = os.dup(1)
-    program = read_program()
+def prctl(option: int, arg: int) -> int:
+    """libc's `prctl(option, arg, 0, 0, 0)` through `_ctypes` directly: the `ctypes` package builds its
+    type hierarchy on import, about 3 ms per run here, for these calls."""
+    import _ctypes
+
+    call = getattr(_ctypes, "call_function", None)
+    if call is None:  # an interpreter without the private entry point: the public one, slower
+        import ctypes
+
+        return int(ctypes.CDLL(None).prctl(option, arg, 0, 0, 0))
+    function = _ctypes.dlsym(_ctypes.dlopen(None, 0), "prctl")  # type: ignore[arg-type]  # None: this program
+    return int(call(function, (option, arg, 0, 0, 0)))
+
+
+def spawn(devnull: int, argv: list[str], budget_s: float) -> Child:
+    """A new interpreter running `child_main` on fds 3 and 4, /dev/null on 0-2 and nothing else (every
+    other descriptor here is close-on-exec)."""
     call_r, call_w = os.pipe()
     result_r, result_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            child_main(program, call_r, result_w)
-        finally:
-            os._exit(0)
-    os.close(call_r)
-    os.close(result_w)
-    devnull = os.open(os.devnull, os.O_RDWR)
-    os.dup2(devnull, 1)  # a test's own prints must not mix with the verdict
-    secret = marshal.loads(read_rest(0))
-    child = Child(pid, call_w, result_r, time.monotonic() + float(secret["budget_s"]))
+    actions = [(os.POSIX_SPAWN_DUP2, devnull, fd) for fd in (0, 1, 2)]
+    actions += [(os.POSIX_SPAWN_DUP2, call_r, 3), (os.POSIX_SPAWN_DUP2, result_w, 4)]
     try:
-        verdict = run_tests(child, secret)
-    except Exception as exc:  # noqa: BLE001 - HarnessError, or a bug here: never the program's doing
-        verdict = {"status": "harness_error", "tests": [], "message": f"{type(exc).__name__}: {exc}"[:500]}
-    child.stop("done")
-    line = [secret["nonce"], verdict["status"], ",".join(verdict["tests"]) or "-",
-            verdict["message"].encode("utf-8", "replace").hex() or "-"]  # fmt: skip
-    os.write(verdict_fd, (" ".join(line) + "\n").encode())
+        pid = os.posix_spawn(argv[0], argv, dict(os.environ), file_actions=actions,
+                             setsigdef=(_signal.SIGPIPE, _signal.SIGINT))  # fmt: skip
+    finally:
+        os.close(call_r)
+        os.close(result_w)
+    return Child(pid, call_w, result_r, time.monotonic() + budget_s)
+
+
+def grade(program: bytes, item: dict[str, Any], devnull: int, argv: list[str]) -> dict[str, Any]:
+    try:
+        child = spawn(devnull, argv, float(item["budget_s"]))
+    except OSError as exc:
+        raise HarnessError(f"cannot start the program's interpreter: {exc}") from None
+    try:
+        return run_tests(child, item, program)
+    finally:
+        child.stop("done")
+        os.close(child.call_w)
+        os.close(child.result_r)
+
+
+def verdict_line(nonce: str, index: int, verdict: dict[str, Any]) -> str:
+    return " ".join([nonce, str(index), verdict["status"], ",".join(verdict["tests"]) or "-",
+                     verdict["message"].encode("utf-8", "replace").hex() or "-"])  # fmt: skip
+
+
+def main() -> None:
+    if sys.argv[1:] == ["child"]:
+        child_main(3, 4)
+        os._exit(0)
+    if prctl(PR_SET_DUMPABLE, 0) != 0 or prctl(PR_GET_DUMPABLE, 0) != 0 or prctl(PR_SET_CHILD_SUBREAPER, 1) != 0:
+        sys.exit("harness: cannot make itself non-dumpable and a subreaper")
+    _signal.signal(_signal.SIGPIPE, _signal.SIG_IGN)
+    # SIGINT would raise KeyboardInterrupt inside a test statement; every other signal a program may
+    # send kills the parent (its response has no verdict: a model failure; the rest are run again).
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+    verdict_fd = os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    programs = [read_program() for _ in range(int(read_line()))]
+    os.dup2(devnull, 1)  # a test's own prints must not mix with the verdicts
+    secret = marshal.loads(read_rest(0))
+    nonce, items = secret["nonce"], secret["items"]
+    own = [os.fsdecode(arg) for arg in read_bytes("/proc/self/cmdline").split(b"\0")[1:-1]]  # -I -S -c <loader>
+    argv = [sys.executable or "/usr/bin/python3", *own, "child"]
+    guard = Guard(secret["clean"])
+
+    def say(line: str) -> None:
+        os.write(verdict_fd, (line + "\n").encode())
+
+    for index, (program, item) in enumerate(zip(programs, items, strict=True)):
+        problem = guard.problem()
+        if problem:
+            say(f"{nonce} tampered {index - 1} {problem.encode().hex()}")
+            break
+        say(f"{nonce} start {index}")
+        try:
+            verdict = grade(program, item, devnull, argv)
+        except Exception as exc:  # noqa: BLE001 - HarnessError, or a bug here: never the program's doing
+            verdict = {"status": "harness_error", "tests": [], "message": f"{type(exc).__name__}: {exc}"[:500]}
+        say(verdict_line(nonce, index, verdict))
+    kill_descendants(guard.me)
     os._exit(0)
 
 

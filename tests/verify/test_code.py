@@ -4,6 +4,7 @@ sandbox (function and io styles), failure attribution, and batching through the 
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Sequence
 
 import pytest
@@ -15,6 +16,7 @@ from posttrain.types import ErrorKind, Score, Task
 from posttrain.verify import Grader
 from posttrain.verify.base import GoldError, score_many_safely
 from posttrain.verify.code import (
+    MAX_RUN_ITEMS,
     CodeTestsVerifier,
     assemble,
     extract_code,
@@ -130,7 +132,15 @@ def test_bad_gold_is_an_infra_failure_before_anything_runs() -> None:
         assert unstarted.score(task, "def f(): pass").error is ErrorKind.INFRA
 
 
-def test_a_sandbox_error_is_infra_and_a_run_without_verdict_is_the_models() -> None:
+def test_a_runs_lines_decide_who_is_graded_how(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sandbox error: infra. No program started: infra (nothing of the model's ran). Started without a
+    verdict: the model's, whatever ended the run. Not started after one that was: run again. Tampered:
+    the response named scores 0 as the model's even with a passing verdict."""
+    import posttrain.verify.code as code
+
+    nonce = "ab" * 16
+    monkeypatch.setattr(code.secrets, "token_hex", lambda size: nonce)
+
     class FakePool:
         def __init__(self, result: ExecResult) -> None:
             self.result = result
@@ -140,17 +150,30 @@ def test_a_sandbox_error_is_infra_and_a_run_without_verdict_is_the_models() -> N
 
     unstarted = CodeTestsVerifier(CodeTestsConfig())
     gold = function_task(TESTS).gold
+    jobs = [code._Job(i, "t#0", gold, "def f(x): return x + 1") for i in range(3)]
 
-    def grade(result: ExecResult) -> Score:
-        return asyncio.run(unstarted._score_function(FakePool(result), gold, "def f(x): return x + 1"))  # type: ignore[arg-type]
+    def grade(result: ExecResult) -> tuple[list[Score], int]:
+        graded, left = asyncio.run(unstarted._score_run(FakePool(result), jobs))  # type: ignore[arg-type]
+        return [score for _, score in graded], len(left)
 
-    assert grade(sandbox_error("supervisor died")).error is ErrorKind.INFRA
-    forged = b"0123456789abcdef0123456789abcdef ok pass,pass,pass -\n"
-    for result in (ExecResult(status="ok", exit_code=0, stdout=forged), ExecResult(status="timeout_wall"),
-                   ExecResult(status="memory_limit"), ExecResult(status="runtime_error", signal=9)):  # fmt: skip
-        score = grade(result)
-        assert (score.reward, score.error, score.details["tests_total"]) == (0.0, ErrorKind.MODEL, 3)
-        assert score.details.get("stray_output_lines", 0) == (1 if result.stdout else 0)  # a line not ours
+    def ran(status: str, *lines: str, **fields: object) -> ExecResult:
+        return ExecResult(status=status, stdout="".join(line + "\n" for line in lines).encode(), **fields)  # type: ignore[arg-type]
+
+    scores, left = grade(sandbox_error("supervisor died"))
+    assert [s.error for s in scores] == [ErrorKind.INFRA] * 3 and left == 0
+    forged = "0123456789abcdef0123456789abcdef 0 ok pass,pass,pass -"
+    scores, left = grade(ran("ok", forged))
+    assert [s.error for s in scores] == [ErrorKind.INFRA] * 3 and left == 0
+    verdict = f"{nonce} 0 ok pass,pass,pass -"
+    for status, extra in (("timeout_wall", {}), ("memory_limit", {}), ("runtime_error", {"signal": 9}), ("ok", {})):
+        scores, left = grade(ran(status, forged, f"{nonce} start 0", verdict, f"{nonce} start 1", **extra))
+        assert scores[0].passed and left == 1
+        assert (scores[1].reward, scores[1].error, scores[1].details["tests_total"]) == (0.0, ErrorKind.MODEL, 3)
+        assert scores[1].details["stray_output_lines"] == 1  # the forged line: not this run's nonce
+    tampered = f"{nonce} tampered 0 {b'rlimits'.hex()}"
+    scores, left = grade(ran("ok", f"{nonce} start 0", verdict, tampered))
+    assert len(scores) == 1 and left == 2
+    assert (scores[0].reward, scores[0].error, scores[0].details["status"]) == (0.0, ErrorKind.MODEL, "tampered")
 
 
 # ------------------------------------------------------------------ in the sandbox
@@ -241,9 +264,10 @@ def test_io_style_compares_stdout_per_case(verifier: CodeTestsVerifier) -> None:
 @requires_bwrap
 def test_a_batch_runs_concurrently_in_the_pool(verifier: CodeTestsVerifier) -> None:  # noqa: F811
     pool = run_blocking(verifier._pool.get(), 120.0)
-    original, running, peak = pool.run, [0], [0]
+    original, running, peak, sizes = pool.run, [0], [0], []
 
     async def counting_run(*args: object, **kwargs: object) -> ExecResult:
+        sizes.append(int(kwargs["stdin"].split(b"\n", 1)[0]))  # type: ignore[attr-defined]
         running[0] += 1
         peak[0] = max(peak[0], running[0])
         try:
@@ -255,11 +279,16 @@ def test_a_batch_runs_concurrently_in_the_pool(verifier: CodeTestsVerifier) -> N
     try:
         task = function_task(TESTS)
         scores = verifier.score_many([(task, "def f(x):\n    return x + 1")] * 6)
+        first_peak = peak[0]
+        one_run = verifier.score_many([(task, "def f(x):\n    return x + 1")] * (MAX_RUN_ITEMS * verifier.pool_size))
     finally:
         del pool.run
-    assert all(s.passed for s in scores)
+    assert all(s.passed for s in scores + one_run)
     assert "marshal.loads" in verifier._harness[-1]  # runs load the harness compiled once, not its source
-    assert peak[0] == 6  # every item was in flight at once (the pool queues what it cannot run yet)
+    size = math.ceil(6 / verifier.pool_size)  # responses per run: spread over the pool first
+    assert sizes[: math.ceil(6 / size)] == [size] * (6 // size) + ([6 % size] if 6 % size else [])
+    assert first_peak == math.ceil(6 / size)  # every run was in flight at once (the pool queues what it cannot run yet)
+    assert sizes[math.ceil(6 / size) :] == [MAX_RUN_ITEMS] * verifier.pool_size
 
 
 def test_the_grader_scores_sandboxed_items_in_one_batch_inline(monkeypatch: pytest.MonkeyPatch) -> None:
