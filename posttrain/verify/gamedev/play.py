@@ -8,8 +8,8 @@ read (`tiles`, `actions`, `features`, `world`).
 How a response is graded: this module writes a `code_tests` task whose tests are the engine's own
 sources (`script.py` + `grid.py` or `physics.py`, sibling imports removed: the names are already there),
 the gold as a literal, and `check(candidate)` with one `assert play(candidate, i)` per play-through. The
-tests run in the harness's trusted parent (`posttrain.verify.code_harness`): the program runs in a forked
-child that never held the engine, the tests or the seed, and is called through a proxy with plain data
+tests run in the harness's trusted parent (`posttrain.verify.code_harness`): the program runs in a fresh
+interpreter that never held the engine, the tests or the seed, and is called through a proxy with plain data
 only (a result with a lying `__eq__` cannot even be sent). Each play-through calls the candidate step by
 step and compares every result with the engine's (`grid_judge`, `motion_judge`, `launch_judge`).
 `setup` carries `PLAY_SEED`, drawn on the host per grading with `secrets` (or `GamePlayConfig.seed`):
