@@ -46,10 +46,12 @@ from posttrain.verify.base import GoldError, gold_json
 from posttrain.verify.code_harness import MARSHAL_VERSION
 from posttrain.verify.configs import CodeTestsConfig
 
-HARNESS_SOURCE = Path(__file__).with_name("code_guard.py").read_text() + Path(__file__).with_name(
-    "code_harness.py"
-).read_text().replace("from __future__ import annotations\n", "", 1)
-"""What runs in the sandbox: the guard, then the harness (one `from __future__` line, at the top)."""
+HARNESS_SOURCE = "".join(
+    (Path(__file__).with_name(name).read_text().replace("from __future__ import annotations\n", "", 1) if i else
+     Path(__file__).with_name(name).read_text())
+    for i, name in enumerate(("code_zygote.py", "code_guard.py", "code_harness.py"))
+)  # fmt: skip
+"""What runs in the sandbox: the zygote, the guard, then the harness (one `from __future__` line, at the top)."""
 PYTHON = ("python3", "-I", "-S")
 """The sandbox's interpreter, isolated from the environment and without site-packages (the standard
 library only; `site` alone costs a few milliseconds per response)."""

@@ -2,15 +2,15 @@
 
 The harness (`code_harness.py`) grades a batch of responses one after another in one run. Before each,
 `Guard.problem()` brings the sandbox back to the state the run started in, or says why it cannot:
-every process below the harness parent is killed and reaped (the parent is a child subreaper, so
-whatever a program leaves running, detached or not, is below it); entries added since the start under
+every process below the harness parent but the zygote is killed and reaped (the parent is a child
+subreaper, so whatever a program leaves running, detached or not, is below it); entries added since the start under
 the directories the host names are removed (links are removed, never followed; directories a program
 made unreadable are opened up first), and entries there at the start must be unchanged; and what a
 child inherits from the parent that another process of the same user can change (rlimits through
 `prlimit`, nice, scheduling policy, CPU affinity, OOM score, autogroup) must be as it was.
 
-Runs in the sandbox as the first part of the harness's source (the host puts it in front), so it
-imports only modules that cost nothing. Not here: the test protocol (`code_harness.py`), what the
+Runs in the sandbox as part of the harness's source (the host puts it after the zygote's and in front
+of the harness's), so it imports only modules that cost nothing. Not here: the test protocol (`code_harness.py`), what the
 host does with a `tampered` line (`posttrain.verify.code`). Not covered: I/O priority (`ioprio_set` on
 the parent), which Python cannot read without a syscall number per architecture; the parent only
 reads the standard library, from the page cache.
@@ -22,9 +22,10 @@ import _signal
 import os
 import select
 
-TYPE_CHECKING = False  # `typing` costs milliseconds to import, paid per run
-if TYPE_CHECKING:
-    from typing import Any
+try:  # noqa: SIM105 - on the host; in the sandbox the zygote's source runs first (`code.HARNESS_SOURCE`)
+    from posttrain.verify.code_zygote import proc_attributes
+except ImportError:
+    pass
 
 KILL_ROUNDS = 500
 """Rounds of kill-and-reap (about a millisecond each) before the sandbox counts as not clean."""
@@ -35,8 +36,9 @@ def _stat_fields(pid: str) -> list[bytes]:
         return file.read().rpartition(b")")[2].split()  # state, ppid, ... (the name may hold spaces)
 
 
-def descendants(me: int) -> list[int]:
-    """Every process below this one (orphans of the program's processes come back here: subreaper)."""
+def descendants(me: int, keep: int = 0) -> list[int]:
+    """Every process below this one (orphans of the program's processes come back here: subreaper),
+    except `keep` (the zygote; its children are included)."""
     children: dict[int, list[int]] = {}
     for name in os.listdir("/proc"):
         if name.isdigit():
@@ -44,7 +46,7 @@ def descendants(me: int) -> list[int]:
                 children.setdefault(int(_stat_fields(name)[1]), []).append(int(name))
             except (OSError, IndexError, ValueError):  # exited meanwhile
                 pass
-    return _walk(children, me)
+    return [pid for pid in _walk(children, me) if pid != keep]
 
 
 def _walk(children: dict[int, list[int]], root: int) -> list[int]:
@@ -66,11 +68,16 @@ def reap() -> None:
             return
 
 
-def kill_descendants(me: int) -> bool:
-    """SIGKILL to every descendant until none is left; False if some survive `KILL_ROUNDS` rounds."""
+def kill_descendants(me: int, keep: int = 0) -> bool:
+    """SIGKILL to every descendant but `keep` until none is left; False if some survive `KILL_ROUNDS` rounds."""
     for _ in range(KILL_ROUNDS):
+        if keep:  # a stopped zygote could not reap the children killed here
+            try:  # noqa: SIM105 - contextlib would cost an import per run
+                os.kill(keep, _signal.SIGCONT)
+            except OSError:
+                pass
         reap()
-        left = descendants(me)
+        left = descendants(me, keep)
         if not left:
             return True
         for pid in left:
@@ -80,20 +87,6 @@ def kill_descendants(me: int) -> bool:
                 pass
         select.select([], [], [], 0.001)
     return False
-
-
-def read_bytes(path: str) -> bytes:
-    try:
-        with open(path, "rb") as file:
-            return file.read()
-    except OSError:
-        return b""
-
-
-def inherited() -> tuple[Any, ...]:
-    """What a spawned child takes from this process that another process of the same user can change."""
-    return (read_bytes("/proc/self/limits"), os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0),
-            os.sched_getaffinity(0), read_bytes("/proc/self/oom_score_adj"), read_bytes("/proc/self/autogroup"))  # fmt: skip
 
 
 def _entries(directory: str) -> dict[str, tuple[int, int, int]]:
@@ -120,11 +113,11 @@ class Guard:
     def __init__(self, directories: list[str]) -> None:
         self.me = os.getpid()
         self.files = {d: _entries(d) for d in map(os.path.abspath, directories) if os.access(d, os.W_OK)}
-        self.attributes = inherited()
+        self.attributes = proc_attributes("self")
 
-    def problem(self) -> str:
+    def problem(self, keep: int = 0) -> str:
         """The empty string when the state is back to the start (new files are removed), else what is not."""
-        if not kill_descendants(self.me):
+        if not kill_descendants(self.me, keep):
             return "processes survive SIGKILL"
         for directory, before in self.files.items():
             try:
@@ -135,6 +128,6 @@ class Guard:
                 return f"cannot clean {directory}: {exc}"
             if any(now.get(name) != entry for name, entry in before.items()):
                 return f"a file present at start changed in {directory}"
-        if inherited() != self.attributes:
+        if proc_attributes("self") != self.attributes:
             return "an attribute children inherit from the harness changed"
         return ""

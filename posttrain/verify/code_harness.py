@@ -2,16 +2,17 @@
 
 Stdlib only, and only modules that cost nothing to import (`marshal`, `_signal`, `select`, `_ctypes`).
 One run grades a batch of responses one after another (the host sends up to `code.MAX_RUN_ITEMS`):
-the sandbox and this parent start once per batch, the program of each response in a fresh interpreter.
+the sandbox, this parent and the zygote start once per batch, the program of each response in a child
+forked from the zygote.
 Protocol on stdin: `<count>\\n`, then per response `<n>\\n` and the n bytes of its program, then the
 secret part as `marshal` data (`nonce` and `items`: per response `prompt`, `setup`, `tests`,
 `statements`, `is_test`, `entry_point`, `budget_s`; the host splits `check`'s body into `statements`).
 
 Guarantees (the threat model is in docs/sandbox.md, "Code verification"):
-- The parent makes itself non-dumpable and a child subreaper. For each response it spawns a new
-  interpreter (`posix_spawn`, so no Python code of the parent runs in the child and the exec leaves
-  nothing of the parent's memory) that runs `child_main` with /dev/null for stdin, stdout and stderr
-  and no descriptor but its two private pipes: the program's process never held the tests or the nonce.
+- The parent makes itself non-dumpable and a child subreaper. Each response's program runs in a child
+  forked by the zygote (`code_zygote.py`: a fresh interpreter spawned per run that never receives a
+  program or a secret), with /dev/null for stdin, stdout and stderr and no descriptor but its socket to
+  the parent: the program's process never held the tests, the nonce or another response's program.
 - The child loads the program only when the parent has prepared the tests, and answers calls with
   results as `marshal` data, which holds only exact builtin types (a subclass is refused); the parent
   decodes them into fresh objects and accepts only plain data (`unpack`), so no object of the program's
@@ -19,12 +20,11 @@ Guarantees (the threat model is in docs/sandbox.md, "Code verification"):
 - The parent runs `check`'s body statement by statement against a proxy of the entry point and writes
   one verdict line (`<nonce> <index> <status> <test,statuses> <message hex>`) on a duplicate of its
   stdout made at start (its own stdout is /dev/null). A verdict is written only by this code.
-- Responses of a batch cannot reach each other: before each one starts, every other process in the
-  sandbox's pid namespace is killed and reaped, files added under /tmp, /dev/shm and the working
-  directory are removed, and the parent checks that nothing changed what a child would inherit from it
-  (rlimits, nice, scheduling policy, CPU affinity, OOM score, autogroup). Only then does it write
-  `<nonce> start <index>`. A change it finds ends the batch with `<nonce> tampered <index of the
-  previous response>`, the only response whose processes existed since the last check.
+- Responses of a batch cannot reach each other: before each one starts, the guard (`code_guard.py`)
+  kills every process below the parent but the zygote, removes files added under the directories the
+  host names and checks that nothing changed what the parent passes on; the zygote is replaced if it
+  changed, stopped or died. Only then does the parent write `<nonce> start <index>`. A change in the
+  parent ends the batch with `<nonce> tampered <index of the previous response> <what, hex>`.
 - A program that kills, stops or starves the parent leaves its own response started without a
   verdict (the host grades that as a failure) and the later ones not started (the host runs them again).
 Not here: assembling the program, batching, or grading the verdict (`posttrain.verify.code`).
@@ -40,8 +40,9 @@ import select
 import sys
 import time
 
-try:  # noqa: SIM105 - on the host; in the sandbox the guard's source runs first (`code.HARNESS_SOURCE`)
-    from posttrain.verify.code_guard import Guard, kill_descendants, read_bytes
+try:  # noqa: SIM105 - on the host; in the sandbox their sources run first (`code.HARNESS_SOURCE`)
+    from posttrain.verify.code_guard import Guard, kill_descendants
+    from posttrain.verify.code_zygote import Zygote, read_bytes, zygote_main
 except ImportError:
     pass
 
@@ -154,8 +155,8 @@ def read_program() -> bytes:
 
 # ---------------------------------------------------------------- child: runs the program, answers calls
 def child_main(call_r: int, result_w: int) -> None:
-    """The program's interpreter (spawned by the parent with only `call_r` and `result_w` open beside
-    /dev/null): waits for `("load", program)`, runs the program, then answers calls until the pipe closes."""
+    """The program's process (forked by the zygote with only its socket open beside /dev/null): waits
+    for `("load", program)`, runs the program, then answers calls until the socket closes."""
     os.closerange(max(call_r, result_w) + 1, 1 << 16)  # nothing else should be open; make sure
     _signal.signal(_signal.SIGPIPE, _signal.SIG_DFL)
     _signal.signal(_signal.SIGINT, _signal.default_int_handler)
@@ -342,33 +343,23 @@ def prctl(option: int, arg: int) -> int:
     return int(call(function, (option, arg, 0, 0, 0)))
 
 
-def spawn(devnull: int, argv: list[str], budget_s: float) -> Child:
-    """A new interpreter running `child_main` on fds 3 and 4, /dev/null on 0-2 and nothing else (every
-    other descriptor here is close-on-exec)."""
-    call_r, call_w = os.pipe()
-    result_r, result_w = os.pipe()
-    actions = [(os.POSIX_SPAWN_DUP2, devnull, fd) for fd in (0, 1, 2)]
-    actions += [(os.POSIX_SPAWN_DUP2, call_r, 3), (os.POSIX_SPAWN_DUP2, result_w, 4)]
-    try:
-        pid = os.posix_spawn(argv[0], argv, dict(os.environ), file_actions=actions,
-                             setsigdef=(_signal.SIGPIPE, _signal.SIGINT))  # fmt: skip
-    finally:
-        os.close(call_r)
-        os.close(result_w)
-    return Child(pid, call_w, result_r, time.monotonic() + budget_s)
+def undumpable() -> None:
+    if prctl(PR_SET_DUMPABLE, 0) != 0:
+        os._exit(1)  # the parent sees no zygote start: an infra failure
 
 
-def grade(program: bytes, item: dict[str, Any], devnull: int, argv: list[str]) -> dict[str, Any]:
+def grade(program: bytes, item: dict[str, Any], zygote: Zygote) -> dict[str, Any]:
     try:
-        child = spawn(devnull, argv, float(item["budget_s"]))
+        zygote.ensure()
+        pid, fd = zygote.fork()
     except OSError as exc:
-        raise HarnessError(f"cannot start the program's interpreter: {exc}") from None
+        raise HarnessError(f"cannot start the program's process: {exc}") from None
+    child = Child(pid, fd, fd, time.monotonic() + float(item["budget_s"]))
     try:
         return run_tests(child, item, program)
     finally:
         child.stop("done")
-        os.close(child.call_w)
-        os.close(child.result_r)
+        os.close(fd)
 
 
 def verdict_line(nonce: str, index: int, verdict: dict[str, Any]) -> str:
@@ -377,9 +368,8 @@ def verdict_line(nonce: str, index: int, verdict: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    if sys.argv[1:] == ["child"]:
-        child_main(3, 4)
-        os._exit(0)
+    if sys.argv[1:] == ["zygote"]:
+        zygote_main(3, child_main, undumpable)
     if prctl(PR_SET_DUMPABLE, 0) != 0 or prctl(PR_GET_DUMPABLE, 0) != 0 or prctl(PR_SET_CHILD_SUBREAPER, 1) != 0:
         sys.exit("harness: cannot make itself non-dumpable and a subreaper")
     _signal.signal(_signal.SIGPIPE, _signal.SIG_IGN)
@@ -393,23 +383,24 @@ def main() -> None:
     secret = marshal.loads(read_rest(0))
     nonce, items = secret["nonce"], secret["items"]
     own = [os.fsdecode(arg) for arg in read_bytes("/proc/self/cmdline").split(b"\0")[1:-1]]  # -I -S -c <loader>
-    argv = [sys.executable or "/usr/bin/python3", *own, "child"]
+    zygote = Zygote([sys.executable or "/usr/bin/python3", *own, "zygote"], devnull)
     guard = Guard(secret["clean"])
 
     def say(line: str) -> None:
         os.write(verdict_fd, (line + "\n").encode())
 
     for index, (program, item) in enumerate(zip(programs, items, strict=True)):
-        problem = guard.problem()
+        problem = guard.problem(keep=zygote.pid)
         if problem:
             say(f"{nonce} tampered {index - 1} {problem.encode().hex()}")
             break
         say(f"{nonce} start {index}")
         try:
-            verdict = grade(program, item, devnull, argv)
+            verdict = grade(program, item, zygote)
         except Exception as exc:  # noqa: BLE001 - HarnessError, or a bug here: never the program's doing
             verdict = {"status": "harness_error", "tests": [], "message": f"{type(exc).__name__}: {exc}"[:500]}
         say(verdict_line(nonce, index, verdict))
+    zygote.stop()
     kill_descendants(guard.me)
     os._exit(0)
 

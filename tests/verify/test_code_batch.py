@@ -105,33 +105,59 @@ def test_files_left_by_one_response_are_gone_before_the_next(one_sandbox: CodeTe
 
 
 TAMPERING = {
-    "nofile": "import resource\nresource.prlimit(os.getppid(), resource.RLIMIT_NOFILE, (16, 16))",
-    "cpu": "import resource\nresource.prlimit(os.getppid(), resource.RLIMIT_CPU, (1, 1))",
-    "address_space": "import resource\nresource.prlimit(os.getppid(), resource.RLIMIT_AS, (1 << 26, 1 << 26))",
-    "nice": "os.setpriority(os.PRIO_PROCESS, os.getppid(), 19)",
-    "affinity": "os.sched_setaffinity(os.getppid(), {min(os.sched_getaffinity(0))})",
-    "scheduler": "os.sched_setscheduler(os.getppid(), os.SCHED_IDLE, os.sched_param(0))",
+    "nofile": "import resource\nresource.prlimit(TARGET, resource.RLIMIT_NOFILE, (16, 16))",
+    "cpu": "import resource\nresource.prlimit(TARGET, resource.RLIMIT_CPU, (1, 1))",
+    "address_space": "import resource\nresource.prlimit(TARGET, resource.RLIMIT_AS, (1 << 26, 1 << 26))",
+    "nice": "os.setpriority(os.PRIO_PROCESS, TARGET, 19)",
+    "affinity": "os.sched_setaffinity(TARGET, {min(os.sched_getaffinity(0))})",
+    "scheduler": "os.sched_setscheduler(TARGET, os.SCHED_IDLE, os.sched_param(0))",
 }
+TARGETS = {
+    "harness": "int(open(f'/proc/{os.getppid()}/stat').read().rpartition(')')[2].split()[1])",
+    "zygote": "os.getppid()",
+}
+"""The harness parent is the program's grandparent; its parent is the zygote it was forked from."""
+UNTOUCHED = """
+import os, resource
+assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] != 16 and resource.getrlimit(resource.RLIMIT_CPU)[0] != 1
+assert resource.getrlimit(resource.RLIMIT_AS)[0] != 1 << 26 and os.getpriority(os.PRIO_PROCESS, 0) != 19
+assert os.sched_getscheduler(0) != os.SCHED_IDLE and len(os.sched_getaffinity(0)) == os.cpu_count()
+""" + HONEST
+"""Correct, and fails at import if it inherited any of the values `TAMPERING` sets."""
 
 
 @pytest.mark.parametrize("attack", sorted(TAMPERING))
-def test_changing_what_the_harness_passes_on_is_charged_to_the_response_that_did_it(
-    attack: str, one_sandbox: CodeTestsVerifier
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_changing_what_the_next_program_would_inherit_cannot_reach_it(
+    attack: str, target: str, one_sandbox: CodeTestsVerifier
 ) -> None:
-    """A correct function whose module also lowers the harness parent's limits or priority: it scores 0
-    as the model's failure (status `tampered`), and the responses after it run in a new run and pass."""
+    """A correct function whose module also lowers the limits or priority of the harness parent (then it
+    scores 0 as the model's failure, status `tampered`, and the rest run in a new run) or of the zygote
+    (replaced before the next response: nothing to charge). Either way the next programs inherit nothing."""
     if attack == "affinity" and len(os.sched_getaffinity(0)) < 2:
         pytest.skip("one CPU: no affinity to narrow")
-    program = f"import os\n{TAMPERING[attack]}\n\ndef f(x):\n    return x + 1\n"
-    first, siblings = grade_after(one_sandbox, program)
-    assert (first.reward, first.error, first.details["status"]) == (0.0, ErrorKind.MODEL, "tampered"), first
+    program = f"import os\nTARGET = {TARGETS[target]}\n{TAMPERING[attack]}\n\ndef f(x):\n    return x + 1\n"
+    task = function_task(TESTS)
+    first, *siblings = one_sandbox.score_many([(task, program)] + [(task, UNTOUCHED)] * 2)
+    if target == "harness":
+        assert (first.reward, first.error, first.details["status"]) == (0.0, ErrorKind.MODEL, "tampered"), first
+    else:
+        assert first.passed, first
     assert_siblings_pass(siblings)
 
 
 def test_stopping_the_harness_costs_only_the_response_that_did_it(one_sandbox: CodeTestsVerifier) -> None:
     """SIGSTOP to the parent: no verdict until the run's wall limit; the stopper is charged (a timeout)
     and the responses it kept from starting are graded in the next run."""
-    program = "import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)\n\ndef f(x):\n    return x + 1\n"
+    program = f"import os, signal\nos.kill({TARGETS['harness']}, signal.SIGSTOP)\n\ndef f(x):\n    return x + 1\n"
     first, siblings = grade_after(one_sandbox, program, honest=2)
     assert (first.reward, first.error, first.details["status"]) == (0.0, ErrorKind.MODEL, "timeout"), first
+    assert_siblings_pass(siblings)
+
+
+@pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGSTOP"])
+def test_a_killed_or_stopped_zygote_is_replaced(signal_name: str, one_sandbox: CodeTestsVerifier) -> None:
+    program = f"import os, signal\nos.kill(os.getppid(), signal.{signal_name})\n\ndef f(x):\n    return x + 1\n"
+    first, siblings = grade_after(one_sandbox, program)
+    assert first.passed, first  # a zygote is only a cache: nothing to charge
     assert_siblings_pass(siblings)
