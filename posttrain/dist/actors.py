@@ -1,11 +1,15 @@
-"""What runs inside a Ray worker: a rollout engine or a grader, built in the worker from a factory.
+"""What runs inside a Ray worker: a rollout engine, a grader or a learner rank, built in the worker from a factory.
 
 Plain classes (Ray wraps them in `posttrain.dist.workers`, so this module imports no Ray and no torch).
 Each builds its object once, in the worker's process, from a picklable zero-argument factory the caller
 gives (e.g. `functools.partial(rollout_engine, config)`): the model, the verifiers and their sandboxes
 therefore live on the worker's host. `EngineWorker` remembers the weight version it holds and returns it
 with every batch of outputs, so the caller knows which policy produced them.
-Not here: choosing a worker, replacing dead ones, retries (`posttrain.dist.workers`, `dispatch`).
+`LearnerWorker` is one rank of the learner group: its factory takes the rank's `DataParallel` (None
+for a group of one) and returns a `PolicyTrainer`; the rank joins the group's torch.distributed process
+group before building it.
+Not here: choosing a worker, replacing dead ones, retries (`posttrain.dist.workers`, `dispatch`); the
+learner group's driver side (`posttrain.dist.learner_group`).
 """
 
 from __future__ import annotations
@@ -63,3 +67,55 @@ class GraderWorker:
 
     def close(self) -> None:
         self.grader.close()
+
+
+class LearnerWorker:
+    """One rank of the learner group: a `PolicyTrainer` over its own copy of the model."""
+
+    def __init__(self, factory: Callable[[Any], Any], rank: int, world_size: int) -> None:
+        self.factory, self.rank, self.world_size = factory, rank, world_size
+        self.trainer: Any = None
+
+    def address(self) -> str:
+        """`host:port` where rank 0 listens for the other ranks (a free port of this host)."""
+        import socket
+
+        with socket.socket() as probe:
+            probe.bind(("", 0))
+            port = probe.getsockname()[1]
+        import ray
+
+        return f"{ray.util.get_node_ip_address()}:{port}"
+
+    def join(self, address: str, backend: str) -> int:
+        """Join the process group at `address` (rank 0's), then build the trainer; returns the pid."""
+        parallel = None
+        if self.world_size > 1:
+            import torch.distributed as dist
+
+            from posttrain.train.data_parallel import DataParallel
+
+            dist.init_process_group(backend, init_method=f"tcp://{address}", rank=self.rank,
+                                    world_size=self.world_size)  # fmt: skip
+            parallel = DataParallel(self.rank, self.world_size)
+        self.trainer = self.factory(parallel)
+        return os.getpid()
+
+    def step(self, batch: Any) -> dict[str, float]:
+        return dict(self.trainer.step(batch))
+
+    def policy_state(self) -> dict[str, Any]:
+        return {name: tensor.detach().to("cpu", copy=True) for name, tensor in self.trainer.policy_state().items()}
+
+    def state_dict(self) -> dict[str, Any]:
+        return dict(self.trainer.state_dict())
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.trainer.load_state_dict(state)
+
+    def close(self) -> None:
+        if self.world_size > 1:
+            import torch.distributed as dist
+
+            if dist.is_initialized():
+                dist.destroy_process_group()

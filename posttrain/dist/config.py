@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from posttrain.config import StrictModel
 
@@ -44,6 +44,11 @@ class DistConfig(StrictModel):
     """Rollout workers, each with its own engine."""
     reward_workers: int = Field(1, ge=1)
     """Reward workers, each grading with the domains' verifiers (sandboxes on its own host)."""
+    learner_workers: int = Field(0, ge=0)
+    """0: the learner runs in the driver process; N >= 1 (`backend: ray`): a learner group of N Ray
+    actors, data parallel over torch.distributed (gloo on CPU, NCCL with GPUs)."""
+    learner_worker_gpus: float = Field(0.0, ge=0)
+    """GPUs Ray gives each learner worker."""
     mode: Literal["sync", "async"] = "sync"
     """sync: generate, then learn (exact); async: generation of the next step overlaps learning."""
     max_staleness: int = Field(1, ge=0)
@@ -67,3 +72,9 @@ class DistConfig(StrictModel):
     """Longest the pools may take to start their workers (Ray waits forever for resources it lacks)."""
     max_attempts: int = Field(3, ge=1)
     """Attempts of one call when its worker dies (each time on a fresh worker)."""
+
+    @model_validator(mode="after")
+    def _learner_group_needs_ray(self) -> DistConfig:
+        if self.learner_workers and self.backend != "ray":
+            raise ValueError("dist.learner_workers needs dist.backend: ray")
+        return self

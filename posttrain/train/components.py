@@ -12,7 +12,8 @@ gives the objects above and never imports Ray; `ray` joins or starts a Ray clust
 model, LoRA-wrapped like the learner's so weight sync sends the same names; without LoRA the driver's
 weights are sent once at the start, as version 0) and a `RayGraderPool` (each
 reward worker builds `reward_grader(config)`, so its verifiers and sandboxes run on its host). The learner
-stays in this process, one learner group; evaluation generates and grades through the same pools.
+stays in this process unless `dist.learner_workers` asks for a `RayLearnerGroup` (each rank builds its
+trainer with `learner_rank(config, parallel)`); evaluation generates and grades through the same pools.
 Not here: the loop, checkpoints, outputs (`posttrain.train.run`); the pools (`posttrain.dist`).
 """
 
@@ -53,10 +54,30 @@ def build_rollout_engine(config: RolloutConfig, model: Any, model_config: ModelC
 
 def build_learner(model: Any, config: TrainConfig) -> Any:
     """The policy trainer over `model` (LoRA adapters are injected in place, so an engine sharing the
-    module sees them)."""
+    module sees them); with `dist.learner_workers` a `RayLearnerGroup` of that many ranks instead, each
+    building its own model (`learner_rank`), inside the Ray session the stage backends started."""
+    if config.dist.learner_workers:
+        from posttrain.dist.learner_group import RayLearnerGroup
+        from posttrain.dist.workers import WorkerOptions
+
+        options = WorkerOptions(num_cpus=config.dist.worker_cpus, num_gpus=config.dist.learner_worker_gpus)
+        factory = functools.partial(learner_rank, config)
+        return RayLearnerGroup(factory, config.dist.learner_workers, options, config.dist.startup_timeout_s)
     from posttrain.train.policy import PolicyTrainer
 
     return PolicyTrainer(model, config.policy)
+
+
+def learner_rank(config: TrainConfig, parallel: Any) -> Any:
+    """A learner rank's trainer: the run's model built in the rank's process, seeded as the driver."""
+    import torch
+
+    from posttrain.train.policy import PolicyTrainer
+
+    torch.set_num_threads(config.threads)
+    torch.manual_seed(config.seed)
+    model, _ = build_policy(config, lambda _: None)
+    return PolicyTrainer(model, config.policy, parallel=parallel)
 
 
 @dataclass

@@ -39,6 +39,7 @@ from posttrain.train._batching import PaddedPairs, chunks, pad_floats, pad_pairs
 from posttrain.train._policy_config import LoraConfig, PolicyConfig, lr_multiplier
 from posttrain.train._prefix import common_prefix_len, micro_batches, shared_prefix_forward
 from posttrain.train._rng import capture_rng, restore_rng
+from posttrain.train.data_parallel import DataParallel
 from posttrain.types import Trajectory
 
 __all__ = ["LoraConfig", "PolicyConfig", "PolicyTrainer", "TrainBatch", "lr_multiplier", "wrap_lora"]
@@ -139,8 +140,11 @@ def wrap_lora(model: nn.Module, config: LoraConfig, seed: int) -> nn.Module:
 class PolicyTrainer:
     """Updates a causal LM policy from `TrainBatch`es; see the module docstring."""
 
-    def __init__(self, model: nn.Module, config: PolicyConfig, ref_model: nn.Module | None = None) -> None:
+    def __init__(self, model: nn.Module, config: PolicyConfig, ref_model: nn.Module | None = None,
+                 parallel: DataParallel | None = None) -> None:  # fmt: skip
         self.config = config
+        self.parallel = parallel
+        """This rank's place in a data-parallel learner group; None: the whole batch here."""
         self.model: nn.Module = wrap_lora(model, config.lora, config.seed) if config.lora else model
         self.device = next(self.model.parameters()).device
         if config.gradient_checkpointing:
@@ -208,14 +212,20 @@ class PolicyTrainer:
     ) -> list[list[float]]:
         was_training = model.training
         model.eval()
-        out: list[list[float]] = [[] for _ in prompt_ids]
-        for rows in self._micro_batches(prompt_ids, range(len(prompt_ids))):
+        out: dict[int, list[float]] = {}
+        for rows in self._own(self._micro_batches(prompt_ids, range(len(prompt_ids)))):
             pairs = pad_pairs([prompt_ids[i] for i in rows], [response_ids[i] for i in rows])
             logprobs, _ = self._forward(model, pairs, entropy_grad=None)
             for i, values in zip(rows, unpad(logprobs, [len(response_ids[i]) for i in rows]), strict=True):
                 out[i] = values
         model.train(was_training)
-        return out
+        if self.parallel is not None:  # same micro-batches as one process: the same values, bit for bit
+            out = self.parallel.gather_rows(out)
+        return [out[i] for i in range(len(prompt_ids))]
+
+    def _own(self, micro: list[list[int]]) -> list[list[int]]:
+        """The micro-batches this rank computes."""
+        return micro if self.parallel is None else self.parallel.share(micro)
 
     def _micro_batches(self, prompt_ids: Sequence[Sequence[int]], rows: range) -> list[list[int]]:
         return micro_batches(prompt_ids, rows, self.config.micro_batch_size, self.config.shared_prefix_min_tokens)
@@ -296,6 +306,11 @@ class PolicyTrainer:
         self.model.train(was_training)
         self.step_count += 1
         mismatch = self._mismatch
+        if self.parallel is not None:
+            self._entropy_sums = defaultdict(float, self.parallel.merge_sums(self._entropy_sums))
+            if mismatch is not None:
+                parts_seen = self.parallel.gather(mismatch)
+                mismatch = [sum(m[0] for m in parts_seen), max(m[1] for m in parts_seen), sum(m[2] for m in parts_seen)]
         num_updates = self.config.epochs * len(parts)
         result = {key: value / num_updates for key, value in totals.items()}
         result["lr"] = self._last_lr
@@ -329,7 +344,7 @@ class PolicyTrainer:
         self.optimizer.zero_grad(set_to_none=True)
         totals: dict[str, float] = defaultdict(float)
         sample_losses: dict[int, float] = {}
-        for rows in self._micro_batches(batch.prompt_ids, range(part.start, part.stop)):
+        for rows in self._own(self._micro_batches(batch.prompt_ids, range(part.start, part.stop))):
             pairs = pad_pairs([batch.prompt_ids[i] for i in rows], [batch.response_ids[i] for i in rows])
             logprobs, entropy = self._forward(self.model, pairs, entropy_grad=loss_config.entropy_coef > 0)
             width = pairs.response_mask.shape[1]
@@ -359,6 +374,10 @@ class PolicyTrainer:
                 for i, value in zip(rows, per_sample.tolist(), strict=True):
                     self._entropy_sums[batch.domain_ids[i]] += value
         self._measuring = False  # measured on the first optimizer step only: later ones run updated weights
+        if self.parallel is not None:  # every rank then clips and steps on the same summed gradient
+            self.parallel.sum_gradients(self._params)
+            totals = defaultdict(float, self.parallel.merge_sums(totals))
+            sample_losses = self.parallel.gather_rows(sample_losses)
         totals["grad_norm"] = self._clip_gradients()
         self._last_lr = float(self.optimizer.param_groups[0]["lr"])
         self.optimizer.step()

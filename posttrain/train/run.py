@@ -94,7 +94,11 @@ class Run:
         self.pool, self.mixture = parts.pool, parts.mixture
         self.domain_ids = self.pool.registry.ids()
         self.base_model_hash = weights_sha256(parts.model)  # before LoRA wraps it or training moves it
-        self.learner = build_learner(parts.model, config)
+        try:
+            self.learner = build_learner(parts.model, config)
+        except BaseException:
+            parts.close()
+            raise
         self.is_async = config.dist.mode == "async"
         if self.is_async and getattr(parts.engine, "model", None) is self.learner.causal_lm:
             parts.engine = self._own_engine()
@@ -123,6 +127,9 @@ class Run:
     def __exit__(self, *exc: object) -> None:
         if self.producer is not None:
             self.producer.close()
+        close_learner = getattr(self.learner, "close", None)  # a Ray learner group, before Ray stops
+        if close_learner is not None:
+            close_learner()
         self.components.close()
         self.outputs.close()
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-MODULES = ["actors", "cluster", "config", "engine_pool", "grader_pool", "scaling", "workers"]
+MODULES = ["actors", "cluster", "config", "engine_pool", "grader_pool", "learner_group", "scaling", "workers"]
 
 
 def test_dist_modules_import_neither_ray_nor_torch() -> None:

@@ -9,6 +9,7 @@ sampled and how it was graded. Same seed, same code path: only where the engine 
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,20 @@ def test_ray_pools_give_the_losses_of_one_process(ray_cluster: None, model_dir: 
     assert max(abs(a["loss"] - b["loss"]) for a, b in zip(two, local, strict=True)) < 1e-6
 
 
+def test_a_learner_group_gives_the_losses_of_the_driver(ray_cluster: None, model_dir: Path, tmp_path: Path) -> None:
+    """One learner rank on Ray computes what the driver's trainer computes, bit for bit; two ranks sum
+    the same micro-batch gradients in another order (float32: differences in the last bits)."""
+    local, _ = run(quickstart(model_dir), tmp_path / "local")
+    pooled, _ = run(quickstart(model_dir, backend="ray"), tmp_path / "pooled")
+    one, one_summary = run(quickstart(model_dir, backend="ray", learner_workers=1), tmp_path / "one")
+    assert [row["loss"] for row in one] == [row["loss"] for row in pooled] == [row["loss"] for row in local]
+    assert [row["grad_norm"] for row in one] == [row["grad_norm"] for row in local]
+    two, _ = run(quickstart(model_dir, backend="ray", learner_workers=2), tmp_path / "two")
+    assert [row["reward"] for row in two] == [row["reward"] for row in local]
+    assert max(abs(a["loss"] - b["loss"]) for a, b in zip(two, local, strict=True)) < 1e-6
+    assert max(abs(a["grad_norm"] - b["grad_norm"]) for a, b in zip(two, local, strict=True)) < 1e-5
+
+
 def test_the_backend_decides_where_engine_and_grader_live(ray_cluster: None, model_dir: Path) -> None:
     from posttrain.dist.engine_pool import RayEnginePool
     from posttrain.dist.grader_pool import RayGraderPool
@@ -94,6 +109,17 @@ def test_the_backend_decides_where_engine_and_grader_live(ray_cluster: None, mod
         assert pooled.engine.version == 0  # the driver's weights were sent before anything ran
     finally:
         pooled.close()
+    from posttrain.dist.learner_group import RayLearnerGroup
+    from posttrain.train.components import build_learner
+
+    config = quickstart(model_dir, backend="ray", learner_workers=2)
+    group = build_learner(None, config)  # the ranks build their own models
+    try:
+        assert isinstance(group, RayLearnerGroup) and group.num_workers == 2
+        assert len(set(group.pids) | {os.getpid()}) == 3  # two processes, neither of them this one
+        assert set(group.policy_state()) == set(local.model.state_dict())
+    finally:
+        group.close()
     import ray
 
     assert ray.is_initialized()  # the fixture's cluster: a run that did not start Ray leaves it running
