@@ -108,6 +108,7 @@ def test_known_harness_attacks_show_tamper_signs_and_canonical_solutions_do_not(
     assert clean == []  # no false sign on any of the 164 reference solutions
     assert tamper_signs(_code_sample("x", status="no_verdict")) == ["no_verdict"]
     assert tamper_signs(_code_sample("x", stray_output_lines=2)) == ["stray_output"]
+    assert tamper_signs(_code_sample("x", status="tampered")) == ["harness_tampered"]
 
 
 def test_one_rewarded_tamper_sample_fires_whatever_the_rate() -> None:
