@@ -352,8 +352,13 @@ def grade(program: bytes, item: dict[str, Any], zygote: Zygote) -> dict[str, Any
     try:
         zygote.ensure()
         pid, fd = zygote.fork()
-    except OSError as exc:
-        raise HarnessError(f"cannot start the program's process: {exc}") from None
+    except OSError:  # died since the check (a signal from the previous program still on its way): once more
+        try:
+            zygote.stop()
+            zygote.start()
+            pid, fd = zygote.fork()
+        except OSError as exc:
+            raise HarnessError(f"cannot start the program's process: {exc}") from None
     child = Child(pid, fd, fd, time.monotonic() + float(item["budget_s"]))
     try:
         return run_tests(child, item, program)

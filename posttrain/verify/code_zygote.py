@@ -37,6 +37,7 @@ _FD = 4
 def zygote_main(control_fd: int, child_main: Callable[[int, int], None], undumpable: Callable[[], None]) -> None:
     """The zygote's loop: fork a child per request byte until the parent closes the control socket."""
     undumpable()
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)  # no KeyboardInterrupt from a program's SIGINT (children reset it)
     for name in PRELOADED:
         try:  # noqa: SIM105 - contextlib would cost an import per run
             __import__(name)

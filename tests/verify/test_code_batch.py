@@ -155,9 +155,16 @@ def test_stopping_the_harness_costs_only_the_response_that_did_it(one_sandbox: C
     assert_siblings_pass(siblings)
 
 
-@pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGSTOP"])
-def test_a_killed_or_stopped_zygote_is_replaced(signal_name: str, one_sandbox: CodeTestsVerifier) -> None:
-    program = f"import os, signal\nos.kill(os.getppid(), signal.{signal_name})\n\ndef f(x):\n    return x + 1\n"
+@pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGSTOP", "SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("when", ["import", "call"])
+def test_a_killed_or_stopped_zygote_is_replaced(signal_name: str, when: str, one_sandbox: CodeTestsVerifier) -> None:
+    """The zygote signalled at import or during the last call (then it may still be exiting when the next
+    response asks it for a process): the next responses get a new one, and nothing is charged."""
+    send = f"os.kill(os.getppid(), signal.{signal_name})"
+    if when == "import":
+        program = f"import os, signal\n{send}\n\ndef f(x):\n    return x + 1\n"
+    else:  # in the last call (the zygote is still exiting when the harness needs the next process)
+        program = f"import os, signal\n\ndef f(x):\n    if x == 3:\n        {send}\n    return x + 1\n"
     first, siblings = grade_after(one_sandbox, program)
     assert first.passed, first  # a zygote is only a cache: nothing to charge
     assert_siblings_pass(siblings)
