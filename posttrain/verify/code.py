@@ -46,11 +46,11 @@ from posttrain.verify.base import GoldError, gold_json
 from posttrain.verify.code_harness import MARSHAL_VERSION
 from posttrain.verify.configs import CodeTestsConfig
 
-HARNESS_SOURCE = "".join(
-    (Path(__file__).with_name(name).read_text().replace("from __future__ import annotations\n", "", 1) if i else
-     Path(__file__).with_name(name).read_text())
-    for i, name in enumerate(("code_zygote.py", "code_guard.py", "code_harness.py"))
-)  # fmt: skip
+_FUTURE = "from __future__ import annotations\n"
+HARNESS_SOURCE = _FUTURE + "".join(
+    Path(__file__).with_name(name).read_text().replace(_FUTURE, "", 1)
+    for name in ("code_zygote.py", "code_guard.py", "code_harness.py")
+)
 """What runs in the sandbox: the zygote, the guard, then the harness (one `from __future__` line, at the top)."""
 PYTHON = ("python3", "-I", "-S")
 """The sandbox's interpreter, isolated from the environment and without site-packages (the standard
@@ -247,7 +247,7 @@ class CodeTestsVerifier:
                 if gold["style"] == "io":
                     io.append(self._score_io_at(pool, scores, index, task, gold, code))
                 else:
-                    jobs.append(_Job(index, task.id, gold, assemble(gold.get("prompt", ""), gold["entry_point"], code)))
+                    jobs.append(_Job(index, gold, assemble(gold.get("prompt", ""), gold["entry_point"], code)))
             except GoldError as exc:
                 scores[index] = Score.infra(f"task {task.id}: {exc}")
             except Exception as exc:  # noqa: BLE001 - a bug here is never the model's fault
@@ -362,7 +362,6 @@ def _case_status(result: ExecResult, expected: str) -> str:
 @dataclass
 class _Job:
     index: int
-    task_id: str
     gold: dict[str, Any]
     program: str
 

@@ -150,7 +150,7 @@ def test_a_runs_lines_decide_who_is_graded_how(monkeypatch: pytest.MonkeyPatch) 
 
     unstarted = CodeTestsVerifier(CodeTestsConfig())
     gold = function_task(TESTS).gold
-    jobs = [code._Job(i, "t#0", gold, "def f(x): return x + 1") for i in range(3)]
+    jobs = [code._Job(i, gold, "def f(x): return x + 1") for i in range(3)]
 
     def grade(result: ExecResult) -> tuple[list[Score], int]:
         graded, left = asyncio.run(unstarted._score_run(FakePool(result), jobs))  # type: ignore[arg-type]
