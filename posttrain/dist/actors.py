@@ -5,9 +5,9 @@ Each builds its object once, in the worker's process, from a picklable zero-argu
 gives (e.g. `functools.partial(rollout_engine, config)`): the model, the verifiers and their sandboxes
 therefore live on the worker's host. `EngineWorker` remembers the weight version it holds and returns it
 with every batch of outputs, so the caller knows which policy produced them.
-`LearnerWorker` is one rank of the learner group: its factory takes the rank's `DataParallel` (None
-for a group of one) and returns a `PolicyTrainer`; the rank joins the group's torch.distributed process
-group before building it.
+`LearnerWorker` is one rank of the learner group: its factory takes (rank, world size) and returns a
+`PolicyTrainer` for that rank; the rank joins the group's torch.distributed process group before
+building it.
 Not here: choosing a worker, replacing dead ones, retries (`posttrain.dist.workers`, `dispatch`); the
 learner group's driver side (`posttrain.dist.learner_group`).
 """
@@ -72,7 +72,7 @@ class GraderWorker:
 class LearnerWorker:
     """One rank of the learner group: a `PolicyTrainer` over its own copy of the model."""
 
-    def __init__(self, factory: Callable[[Any], Any], rank: int, world_size: int) -> None:
+    def __init__(self, factory: Callable[[int, int], Any], rank: int, world_size: int) -> None:
         self.factory, self.rank, self.world_size = factory, rank, world_size
         self.trainer: Any = None
 
@@ -89,16 +89,12 @@ class LearnerWorker:
 
     def join(self, address: str, backend: str) -> int:
         """Join the process group at `address` (rank 0's), then build the trainer; returns the pid."""
-        parallel = None
         if self.world_size > 1:
             import torch.distributed as dist
 
-            from posttrain.train.data_parallel import DataParallel
-
             dist.init_process_group(backend, init_method=f"tcp://{address}", rank=self.rank,
                                     world_size=self.world_size)  # fmt: skip
-            parallel = DataParallel(self.rank, self.world_size)
-        self.trainer = self.factory(parallel)
+        self.trainer = self.factory(self.rank, self.world_size)
         return os.getpid()
 
     def step(self, batch: Any) -> dict[str, float]:

@@ -34,7 +34,7 @@ class RayLearnerGroup:
     causal_lm = None
     """No module in this process: engines get the weights through `policy_state()`."""
 
-    def __init__(self, factory: Callable[[Any], Any], num_workers: int, options: WorkerOptions,
+    def __init__(self, factory: Callable[[int, int], Any], num_workers: int, options: WorkerOptions,
                  startup_timeout_s: float) -> None:  # fmt: skip
         import ray
 

@@ -13,7 +13,7 @@ model, LoRA-wrapped like the learner's so weight sync sends the same names; with
 weights are sent once at the start, as version 0) and a `RayGraderPool` (each
 reward worker builds `reward_grader(config)`, so its verifiers and sandboxes run on its host). The learner
 stays in this process unless `dist.learner_workers` asks for a `RayLearnerGroup` (each rank builds its
-trainer with `learner_rank(config, parallel)`); evaluation generates and grades through the same pools.
+trainer with `learner_rank(config, rank, world_size)`); evaluation generates and grades through the same pools.
 Not here: the loop, checkpoints, outputs (`posttrain.train.run`); the pools (`posttrain.dist`).
 """
 
@@ -68,15 +68,18 @@ def build_learner(model: Any, config: TrainConfig) -> Any:
     return PolicyTrainer(model, config.policy)
 
 
-def learner_rank(config: TrainConfig, parallel: Any) -> Any:
-    """A learner rank's trainer: the run's model built in the rank's process, seeded as the driver."""
+def learner_rank(config: TrainConfig, rank: int, world_size: int) -> Any:
+    """A learner rank's trainer: the run's model built in the rank's process, seeded as the driver; data
+    parallel over the group's process group (already joined) when there is more than one rank."""
     import torch
 
+    from posttrain.train.data_parallel import DataParallel
     from posttrain.train.policy import PolicyTrainer
 
     torch.set_num_threads(config.threads)
     torch.manual_seed(config.seed)
     model, _ = build_policy(config, lambda _: None)
+    parallel = DataParallel(rank, world_size) if world_size > 1 else None
     return PolicyTrainer(model, config.policy, parallel=parallel)
 
 
