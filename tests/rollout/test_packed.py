@@ -103,3 +103,53 @@ def test_the_transposed_form_without_onednn_engine_equals_the_modules() -> None:
     engine = NativeEngine(model, NO_CACHE)
     engine.weights.packed = PackedWeights(model, onednn=False)
     assert _max_error(engine, model, seed=5) < 1e-4
+
+
+def _lora(model: Any, dropout: float = 0.0) -> Any:
+    from peft import LoraConfig, inject_adapter_in_model
+
+    config = LoraConfig(r=4, lora_alpha=8, lora_dropout=dropout, target_modules="all-linear", init_lora_weights=False)
+    return inject_adapter_in_model(config, model)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_lora_layers_are_packed_merged_and_follow_each_adapter_step(arch: str) -> None:
+    model = tiny_model(arch, seed=8)
+    engine = NativeEngine(model, NO_CACHE)  # built before the adapters, as a run builds it
+    _lora(model)  # random B as well as A: the adapters change the output from the start
+    assert packable(model)
+    assert _max_error(engine, model, seed=6) < 1e-4
+    assert engine.weights.packed is not None  # merged, not dropped
+    adapters = [p for n, p in model.named_parameters() if "lora_" in n]
+    assert adapters
+    optimizer = torch.optim.SGD(adapters, lr=0.05)
+    model(torch.tensor([prompt(8)])).logits.logsumexp(-1).sum().backward()
+    optimizer.step()  # only the adapters move, in place
+    assert _max_error(engine, model, seed=6) < 1e-4
+
+
+def test_disabling_the_adapters_repacks_the_base_weights() -> None:
+    from peft.tuners.lora.layer import LoraLayer
+
+    model = tiny_model("llama", seed=9)
+    engine = NativeEngine(model, NO_CACHE)
+    _lora(model)
+    with_adapters = _max_error(engine, model, seed=7)
+    layers = [m for m in model.modules() if isinstance(m, LoraLayer)]
+    for layer in layers:
+        layer.enable_adapters(False)
+    assert _max_error(engine, model, seed=7) < 1e-4  # the base model alone, on both sides
+    for layer in layers:
+        layer.enable_adapters(True)
+    assert _max_error(engine, model, seed=7) < 1e-4
+    assert with_adapters < 1e-4
+
+
+def test_lora_with_dropout_keeps_the_modules_forward() -> None:
+    model = tiny_model("qwen2", seed=10)
+    _lora(model, dropout=0.1)
+    assert not packable(model)  # its training-mode forward is not a merged weight
+    model.eval()
+    engine = NativeEngine(model, NO_CACHE)
+    assert engine.weights.packed is None
+    assert _max_error(engine, model, seed=8) < 1e-4

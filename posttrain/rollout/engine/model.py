@@ -77,11 +77,11 @@ class CausalLMWeights:
         self.rotary = RotaryTables(model, self.dtype, self.device)
         self.rope_keys = self.rotary.keys
         self.packed = PackedWeights(model) if packable(model) else None
-        """Fused, transposed projection weights (CPU, plain `nn.Linear` layers), else None."""
+        """Fused, prepacked projection weights (CPU, plain `nn.Linear` layers or LoRA layers merged), else None."""
 
     def refresh(self) -> None:
         """Before each step: bring the packed weights up to date with the module's parameters, or drop
-        them when a projection is no longer a plain `nn.Linear` (the modules are then called)."""
+        them when a projection can no longer be packed (the modules are then called)."""
         if self.packed is not None and not self.packed.refresh():
             self.packed = None
 
