@@ -45,9 +45,11 @@ class PolicyConfig(StrictModel):
     """Samples per forward/backward pass (memory knob; does not change results)."""
     mini_batches: int = Field(1, gt=0)
     """Optimizer steps per epoch; the batch is split into this many consecutive parts."""
-    shared_prefix_min_tokens: int | None = Field(256, ge=1)
+    shared_prefix_min_tokens: int | None = Field(64, ge=1)
     """Rows of a micro-batch whose prompts share at least this many leading tokens (a GRPO group, sibling
-    questions on one document) are batched together and compute that prefix once; None: never."""
+    questions on one document) are batched together and compute that prefix once; None: never. At 64, a
+    group of 8 SmolLM2-135M samples (128 prompt + 60-128 response tokens, LoRA) updates 1.7x faster than
+    the padded forward (docs/pipeline.md)."""
     epochs: int = Field(1, gt=0)
     """Optimisation passes over each batch (PPO epochs) against the same old log-probabilities."""
     warmup_steps: int = Field(0, ge=0)
