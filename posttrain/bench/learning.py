@@ -20,6 +20,9 @@ rate and recovery rate (errored episodes that still succeeded) before and after 
 intervals, and the change with its 95% interval (`success_delta`, `recovery_delta`: change, low, high;
 Newcombe's interval for two independent proportions); the checks `agent_success_separated` and
 `agent_recovery_separated` (each seed) ask for the stricter: the final interval wholly above the base one.
+Success is also compared task by task (`success_paired`: the same held-out tasks before and after, paired
+bootstrap interval and McNemar's p; check `agent_success_paired_up`: the interval above 0). Recovery has
+no paired form: which episodes hit a tool error changes with the policy.
 """
 
 from __future__ import annotations
@@ -122,20 +125,46 @@ def pooled_agent(eval_doc: dict[str, Any], domains: list[str]) -> dict[str, Any]
             "recovery_ci": wilson(recovered, errored)}  # fmt: skip
 
 
+def paired_success(base_doc: dict[str, Any], final_doc: dict[str, Any], domains: list[str]) -> dict[str, Any]:
+    """Success (an episode's reward of 1) of the same held-out tasks before and after, pooled over the
+    agent `domains`: the mean change with its paired bootstrap 95% interval and McNemar's p-value
+    (`posttrain.eval.stats.paired`), and the tasks that flipped each way."""
+    from posttrain.eval.stats import paired
+
+    before: list[float] = []
+    after: list[float] = []
+    for domain in domains:
+        if not base_doc.get(domain, {}).get("agent"):
+            continue
+        old = dict(zip(base_doc[domain].get("task_ids", ()), base_doc[domain].get("rewards", ()), strict=True))
+        new = dict(zip(final_doc.get(domain, {}).get("task_ids", ()), final_doc.get(domain, {}).get("rewards", ()),
+                       strict=True))
+        for task in sorted(old.keys() & new.keys()):
+            before.append(float(old[task] >= 1.0))
+            after.append(float(new[task] >= 1.0))
+    result = paired(before, after)
+    gained = sum(1 for b, a in zip(before, after, strict=True) if a > b)
+    lost = sum(1 for b, a in zip(before, after, strict=True) if a < b)
+    return {"delta": result.delta, "ci": [result.ci_low, result.ci_high], "p_value": result.p_value,
+            "tasks": result.n, "gained": gained, "lost": lost}
+
+
 def agent_report(run_dir: Path, summary: dict[str, Any]) -> dict[str, Any] | None:
-    """Base and final pooled agent metrics of a run, and whether the final intervals clear the base ones."""
+    """Base and final pooled agent metrics of a run, whether the final intervals clear the base ones, and
+    the paired change of success on the same tasks (`paired_success`)."""
     trained = [d for d, v in summary["domains"].items() if v.get("trained", True)]
     try:
-        base = pooled_agent(json.loads((run_dir / "eval_base.json").read_text()), trained)
-        final = pooled_agent(json.loads((run_dir / "eval_final.json").read_text()), trained)
+        base_doc = json.loads((run_dir / "eval_base.json").read_text())
+        final_doc = json.loads((run_dir / "eval_final.json").read_text())
     except (OSError, ValueError):
         return None
+    base, final = pooled_agent(base_doc, trained), pooled_agent(final_doc, trained)
     if base is None or final is None:
         return None
     deltas = {f"{name}_delta": (final[f"{name}_rate"] - base[f"{name}_rate"],
                                 *newcombe(base[f"{name}_rate"], base[f"{name}_ci"], final[f"{name}_rate"],
                                           final[f"{name}_ci"])) for name in ("success", "recovery")}  # fmt: skip
-    return {"base": base, "final": final, **deltas,
+    return {"base": base, "final": final, **deltas, "success_paired": paired_success(base_doc, final_doc, trained),
             "success_separated": final["success_ci"][0] > base["success_ci"][1],
             "recovery_separated": final["recovery_ci"][0] > base["recovery_ci"][1]}  # fmt: skip
 
@@ -182,6 +211,7 @@ def main(argv: list[str]) -> int:
         agent = report["seeds"][str(seed)].get("agent")
         if agent is not None:
             report["checks"][f"seed{seed}"].update({"agent_success_separated": agent["success_separated"],
+                                                    "agent_success_paired_up": agent["success_paired"]["ci"][0] > 0,
                                                     "agent_recovery_separated": agent["recovery_separated"]})  # fmt: skip
     if "control" in results:
         summary, wall = results["control"]
@@ -206,6 +236,9 @@ def _print_table(report: dict[str, Any]) -> None:
                   f"({ds[0]:+.3f} [{ds[1]:+.3f}, {ds[2]:+.3f}]), recovery {b['recovery_rate']:.3f} -> "
                   f"{f['recovery_rate']:.3f} ({dr[0]:+.3f} [{dr[1]:+.3f}, {dr[2]:+.3f}]; "
                   f"{f['errored_episodes']} errored episodes)")
+            sp = run["agent"]["success_paired"]
+            print(f"{'':22s} success paired on {sp['tasks']} tasks {sp['delta']:+.3f} [{sp['ci'][0]:+.3f}, "
+                  f"{sp['ci'][1]:+.3f}], p {sp['p_value']:.3g} ({sp['gained']} gained, {sp['lost']} lost)")
     for name, check in report["checks"].items():
         print(f"{name:22s} {check}")
     print(f"passed: {report['passed']}")

@@ -110,6 +110,24 @@ def test_agent_runs_report_pooled_success_and_recovery_with_wilson_intervals(tmp
     assert report["success_delta"][1] < 0.0 < report["success_delta"][2]
 
 
+def test_agent_success_is_also_paired_on_the_same_tasks() -> None:
+    from posttrain.bench.learning import paired_success
+
+    ids = [f"t{i}" for i in range(100)]
+    agent = {"episodes": 100}
+
+    def doc(passed: set[int], partial: set[int] | None = None) -> dict[str, Any]:
+        rewards = [1.0 if i in passed else 0.5 if i in (partial or set()) else 0.0 for i in range(100)]
+        return {"agent/tools/kv@easy": {"agent": agent, "task_ids": ids, "rewards": rewards}}
+
+    base = doc(set(range(30)), partial=set(range(30, 60)))  # partial completion is not success
+    up = paired_success(base, doc(set(range(2, 47))), ["agent/tools/kv@easy"])
+    assert (up["tasks"], up["gained"], up["lost"]) == (100, 17, 2)
+    assert up["delta"] == pytest.approx(0.15) and 0.0 < up["ci"][0] < 0.15 < up["ci"][1] and up["p_value"] < 0.01
+    flat = paired_success(base, doc(set(range(5, 35))), ["agent/tools/kv@easy"])  # 5 gained, 5 lost
+    assert flat["delta"] == 0.0 and flat["ci"][0] < 0.0 < flat["ci"][1]
+
+
 def test_newcombe_difference_interval_matches_the_published_example() -> None:
     from posttrain.bench.learning import newcombe, wilson
 
