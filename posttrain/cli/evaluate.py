@@ -32,7 +32,8 @@ def add_matrix_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pass-k", type=int, help="k of pass@k (default: n)")
     p.add_argument("--temperature", type=float, default=0.7, help="temperature of the sampled responses")
     p.add_argument("--seed", type=int, default=0, help="seed of the sampled responses")
-    p.add_argument("--max-total-tokens", type=int, default=2048, help="bound on an agent episode's tokens")
+    p.add_argument("--max-total-tokens", type=int, default=None,
+                   help="bound on an agent episode's tokens (default: the config's rollout.episode.max_total_tokens)")
     p.add_argument("--workers", type=int, default=2, help="verifier worker processes (0: inline)")
     p.add_argument("--cache-dir", type=Path, help="result cache folder (default OUT/cache)")
     p.add_argument("--gate", action="store_true", help="gate every checkpoint against --base; exit 1 on a failure")
@@ -62,8 +63,7 @@ def cmd_matrix(args: argparse.Namespace, config: Any, config_of: Callable[[str],
     domain_ids = pool.registry.select(args.select) if args.select else pool.registry.ids()
     matrix_config = MatrixConfig(
         tasks_per_domain=args.tasks_per_domain, samples_per_task=args.samples_per_task, pass_k=args.pass_k,
-        temperature=args.temperature, seed=args.seed, max_new_tokens=args.max_new_tokens,
-        max_total_tokens=args.max_total_tokens,
+        temperature=args.temperature, seed=args.seed, **budgets(args, config),
     )  # fmt: skip
     grader = pool.registry.grader(ExecutorConfig(num_workers=args.workers))
     start = time.perf_counter()
@@ -84,6 +84,14 @@ def cmd_matrix(args: argparse.Namespace, config: Any, config_of: Callable[[str],
                 f"wrote {args.out / 'matrix.json'}")  # fmt: skip
     print_matrix(doc)
     return 0 if gates is None or all(g.passed for g in gates) else 1
+
+
+def budgets(args: argparse.Namespace, config: Any) -> dict[str, int]:
+    """Tokens per response (or agent turn) and per agent episode: the flags, else the config's own
+    (`eval.max_new_tokens`, `rollout.episode.max_total_tokens`), so a train config's checkpoints are
+    evaluated with the budgets its run evaluated them with."""
+    return {"max_new_tokens": args.max_new_tokens or config.eval.max_new_tokens,
+            "max_total_tokens": args.max_total_tokens or config.rollout.episode.max_total_tokens}
 
 
 def parse_checkpoints(items: list[str]) -> list[tuple[str, str]]:

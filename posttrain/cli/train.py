@@ -29,7 +29,8 @@ def register(sub: Any) -> None:
     p.add_argument("--model", help="HF model dir, 'tiny' or 'smollm2-135m' (or give --checkpoints)")
     p.add_argument("--domains", help="domains YAML, train config or preset name (default: quickstart)")
     p.add_argument("--tasks-per-domain", type=int, default=32)
-    p.add_argument("--max-new-tokens", type=int, default=32)
+    p.add_argument("--max-new-tokens", type=int, default=None,
+                   help="tokens per response or agent turn (default: the config's eval.max_new_tokens)")
     p.add_argument("--backend", choices=["native", "hf"], default="native")
     p.add_argument("--threads", type=int, help="torch threads (default: the config's `threads`)")
     p.add_argument("--json", action="store_true")
@@ -130,7 +131,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     try:
         result = evaluate(
             parts.engine, parts.renderer, parts.pool, parts.pool.registry.ids(), parts.grader.grade,
-            num_tasks=args.tasks_per_domain, max_new_tokens=args.max_new_tokens,
+            num_tasks=args.tasks_per_domain, max_new_tokens=args.max_new_tokens or config.eval.max_new_tokens,
         )
     finally:
         parts.close()

@@ -10,7 +10,7 @@ import torch
 import yaml
 
 from posttrain.cli import main
-from posttrain.cli.evaluate import parse_checkpoints
+from posttrain.cli.evaluate import budgets, parse_checkpoints
 from posttrain.errors import UsageError
 
 DOMAINS = {"seed": 0, "eval_fraction": 0.25,
@@ -22,6 +22,18 @@ def test_checkpoint_labels() -> None:
     assert parse_checkpoints(["x=a=b"]) == [("x", "a=b")]
     with pytest.raises(UsageError, match="unique"):
         parse_checkpoints(["a=tiny", "a=smollm2-135m"])
+
+
+def test_budgets_default_to_the_configs_own() -> None:
+    import argparse
+
+    from posttrain.train.config import TrainConfig
+
+    config = TrainConfig.model_validate(yaml.safe_load(Path("configs/agents-tiny.yaml").read_text()))
+    unset = argparse.Namespace(max_new_tokens=None, max_total_tokens=None)
+    assert budgets(unset, config) == {"max_new_tokens": 48, "max_total_tokens": 512}
+    given = argparse.Namespace(max_new_tokens=16, max_total_tokens=1024)
+    assert budgets(given, config) == {"max_new_tokens": 16, "max_total_tokens": 1024}
 
 
 def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
