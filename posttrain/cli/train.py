@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from posttrain.cli.evaluate import add_matrix_arguments, cmd_matrix
+from posttrain.cli.evaluate import add_matrix_arguments, budgets, cmd_matrix
 from posttrain.errors import UsageError
 
 
@@ -131,7 +131,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     try:
         result = evaluate(
             parts.engine, parts.renderer, parts.pool, parts.pool.registry.ids(), parts.grader.grade,
-            num_tasks=args.tasks_per_domain, max_new_tokens=args.max_new_tokens or config.eval.max_new_tokens,
+            num_tasks=args.tasks_per_domain, **budgets(args, config),
         )
     finally:
         parts.close()

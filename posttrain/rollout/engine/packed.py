@@ -151,8 +151,8 @@ def packable(model: Any) -> bool:
     return all(_bias(m) is None for m in [m for layer in layers for m in layer[4:]] + [model.lm_head])
 
 
-def _signature(tensors: list[torch.Tensor], modes: list[tuple[Any, ...]]) -> tuple[Any, ...]:
-    return tuple((t.data_ptr(), t._version) for t in tensors) + tuple(modes)
+def _signature(tensors: list[torch.Tensor]) -> tuple[tuple[int, int], ...]:
+    return tuple((t.data_ptr(), t._version) for t in tensors)
 
 
 class PackedWeights:
@@ -183,7 +183,7 @@ class PackedWeights:
             self._modules, self._modes = [id(m) for m in modules], modes
             self._sources = [p for m in modules for p in _sources(m)]
             self._signature = ()
-        signature = _signature(self._sources, modes)
+        signature = _signature(self._sources)  # a change of modes reset the signature above
         if signature != self._signature or self._stale:
             with torch.no_grad():
                 self.layers = [_pack(layer, self.onednn) for layer in linears]
