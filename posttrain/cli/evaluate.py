@@ -142,6 +142,7 @@ def print_matrix(doc: dict[str, Any]) -> None:
         table.add_row(cls, str(sizes[cls]), *(values.get(label, "") for label in labels))
     console = Console(width=160)
     console.print(table)
+    _print_changes(console, doc)
     gate = doc.get("gate")
     if gate is None:
         return
@@ -160,6 +161,33 @@ def print_matrix(doc: dict[str, Any]) -> None:
                                   f"{row['delta']:+.3f}", f"[{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]",
                                   f"{row['p_value']:.3g}")  # fmt: skip
         console.print(offenders)
+
+
+CHANGE_METRICS = ("pass@1", "pass@1_sampled", "recovery_sampled")
+"""The paired changes printed (matrix.json's `changes` holds every metric)."""
+
+
+def _print_changes(console: Any, doc: dict[str, Any]) -> None:
+    """Each checkpoint's paired change against the base, per class, for `CHANGE_METRICS`."""
+    from rich.table import Table
+
+    changes = doc.get("changes")
+    labels = list(dict.fromkeys(r["checkpoint"] for r in (changes or {}).get("classes", ())))
+    if not changes or not labels:
+        return
+    table = Table(title=f"change against {changes['base']}: same tasks, mean over the class's domains (95% CI, p)")
+    for column in ("class", "metric", *labels):
+        table.add_column(column, justify="left" if column in ("class", "metric") else "right")
+    by_row: dict[tuple[str, str], dict[str, str]] = {}
+    for row in changes["classes"]:
+        for name in CHANGE_METRICS:
+            m = row["metrics"].get(name)
+            if m is not None and m["ci_low"] is not None:
+                text = f"{m['delta']:+.3f} [{m['ci_low']:+.3f}, {m['ci_high']:+.3f}] p {m['p_value']:.2g}"
+                by_row.setdefault((row["class"], name), {})[row["checkpoint"]] = text
+    for (cls, name), values in by_row.items():
+        table.add_row(cls, name, *(values.get(label, "") for label in labels))
+    console.print(table)
 
 
 def _value(metric: dict[str, Any] | None) -> str:

@@ -15,6 +15,7 @@ command line, through `posttrain.train`), printing.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +28,8 @@ from posttrain.eval.cache import ResultCache, SampleRecord, SampleSlot, record_k
 from posttrain.eval.collect import GREEDY, SAMPLED, Collected, Policy, collect
 from posttrain.eval.evaluate import ScoreFn
 from posttrain.eval.gate import GateConfig, GateResult, TaskScores, gate, suite_ids
-from posttrain.eval.metrics import Ratio, aggregate, summarise, task_ratios
+from posttrain.eval.metrics import Ratio, TaskRatios, aggregate, summarise, task_ratio_table
+from posttrain.eval.stats import paired_ratio_change
 from posttrain.tasks.pool import TaskPool
 from posttrain.types import Task, TaxonomyPath
 
@@ -113,12 +115,18 @@ class Cell:
     """(task id, record) of every task whose greedy response was graded."""
     sampled: tuple[tuple[str, int, int], ...]
     """(task id, passing, graded) of every task with a graded sample."""
-    ratios: dict[str, list[Ratio]]
+    by_task: TaskRatios
+    """Per metric, each task's ratio by task id (`posttrain.eval.metrics.task_ratio_table`)."""
     infra_errors: int
     num_cached: int
     num_computed: int
     infra_examples: tuple[str, ...] = ()
     """Distinct messages of the cell's infra failures (the first `INFRA_EXAMPLES`)."""
+
+    @property
+    def ratios(self) -> dict[str, list[Ratio]]:
+        """Per metric, the ratios of the tasks where it is defined."""
+        return {name: list(ratios.values()) for name, ratios in self.by_task.items()}
 
     def task_scores(self) -> TaskScores:
         return [t for t, _ in self.greedy], [r.score.reward for _, r in self.greedy]
@@ -181,11 +189,38 @@ class MatrixResult:
             "cells": [c.to_dict() for c in self.cells],
             "aggregates": {"family": self._aggregates("family"), "class": self._aggregates("cls")},
         }
+        if base in {c["label"] for c in self.checkpoints}:
+            doc["changes"] = {"base": base, "classes": self.changes(base)}
         if gates is not None:
             margin = gates[0].margin if gates else None
             doc["gate"] = {"base": base, "margin": margin, "metric": "reward", "passed": all(g.passed for g in gates),
                            "checkpoints": [g.to_dict() for g in gates]}  # fmt: skip
         return doc
+
+    def changes(self, base: str) -> list[dict[str, Any]]:
+        """Every other checkpoint's paired change against `base` per class and metric: the mean over the
+        class's domains of each domain's change of the metric's pooled rate on the same tasks, with its
+        interval and p-value (`posttrain.eval.stats.paired_ratio_change`)."""
+        classes: dict[str, list[str]] = {}
+        for d in self.domains:
+            classes.setdefault(d.cls, []).append(d.domain_id)
+        before = {c.domain_id: c.by_task for c in self.cells if c.checkpoint == base}
+        out = []
+        for ckpt in (c["label"] for c in self.checkpoints if c["label"] != base):
+            after = {c.domain_id: c.by_task for c in self.cells if c.checkpoint == ckpt}
+            for cls, ids in classes.items():
+                names = dict.fromkeys(m for d in ids for m in before.get(d, {}))
+                metrics = {}
+                for name in names:
+                    change = paired_ratio_change([_aligned(before[d].get(name, {}), after.get(d, {}).get(name, {}))
+                                                  for d in ids if d in before])  # fmt: skip
+                    if change.n:
+                        values = {"delta": change.delta, "ci_low": change.ci_low, "ci_high": change.ci_high,
+                                  "p_value": change.p_value}  # fmt: skip
+                        metrics[name] = {**{k: v if math.isfinite(v) else None for k, v in values.items()},
+                                         "n": change.n}  # fmt: skip
+                out.append({"checkpoint": ckpt, "class": cls, "domains": ids, "metrics": metrics})
+        return out
 
     def _aggregates(self, attribute: str) -> list[dict[str, Any]]:
         key = "class" if attribute == "cls" else attribute
@@ -228,6 +263,12 @@ def evaluate_matrix(
     return result
 
 
+def _aligned(old: dict[str, Ratio], new: dict[str, Ratio]) -> tuple[list[Ratio], list[Ratio]]:
+    """Two checkpoints' ratios over the union of their task ids, (0, 0) where one lacks a task."""
+    tasks = sorted(old.keys() | new.keys())
+    return [old.get(t, (0.0, 0.0)) for t in tasks], [new.get(t, (0.0, 0.0)) for t in tasks]
+
+
 def domain_info(pool: TaskPool, domain_id: str) -> DomainInfo:
     path = TaxonomyPath.parse(domain_id)
     verifier = pool.registry.verifier_config(domain_id).kind
@@ -260,18 +301,19 @@ def _cell(label: str, domain: DomainInfo, tasks: Sequence[Task], hits: _Hits, co
     for slot, record, _ in hits:
         by_task[slot.task.id].append((slot, record))
     greedy: list[tuple[str, SampleRecord]] = []
-    sampled: list[tuple[str, int, int]] = []
+    sampled: list[tuple[str, list[SampleRecord]]] = []
     for task in tasks:
         rows = by_task[task.id]
         head = [r for s, r in rows if s.sampling["mode"] == GREEDY and not r.score.is_infra_failure]
         greedy.extend((task.id, r) for r in head)
         graded = [r for s, r in rows if s.sampling["mode"] == SAMPLED and not r.score.is_infra_failure]
         if graded:
-            sampled.append((task.id, sum(r.score.passed for r in graded), len(graded)))
-    ratios = task_ratios(domain.verifier, domain.cls, [r.score for _, r in greedy], [(c, n) for _, c, n in sampled],
-                         config.k)  # fmt: skip
+            sampled.append((task.id, graded))
+    ratios = task_ratio_table(domain.verifier, domain.cls, [(t, r.score) for t, r in greedy],
+                              [(t, [r.score for r in rs]) for t, rs in sampled], config.k)  # fmt: skip
+    counts = tuple((t, sum(r.score.passed for r in rs), len(rs)) for t, rs in sampled)
     infra = [r.score.message for _, r, _ in hits if r.score.is_infra_failure]
     cached = sum(1 for _, _, from_cache in hits if from_cache)
     examples = tuple(dict.fromkeys(infra))[:INFRA_EXAMPLES]
-    return Cell(label, domain.domain_id, tuple(greedy), tuple(sampled), ratios, len(infra), cached, len(hits) - cached,
+    return Cell(label, domain.domain_id, tuple(greedy), counts, ratios, len(infra), cached, len(hits) - cached,
                 examples)  # fmt: skip

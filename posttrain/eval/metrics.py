@@ -6,7 +6,9 @@ denominator): a plain per-task value is (value, 1), a pooled rate such as tool-c
 sum(numerators) / sum(denominators) with a seeded 95% bootstrap interval over tasks
 (`posttrain.eval.stats`). Which metrics a domain has beyond the common ones is looked up, not branched
 on: `BY_VERIFIER` keyed by the verifier kind (the shape of `Score.details`), `BY_CLASS` keyed by the
-taxonomy class. Extra metrics are read from the greedy response's score.
+taxonomy class. Extra metrics are read from the greedy response's score and, as `<name>_sampled`, pooled
+over each task's sampled responses (an agent domain's `recovery_sampled`: errored sampled episodes
+that passed over errored sampled episodes).
 
 Common metrics: `pass@1` and `reward` (greedy); with sampled responses `pass@1_sampled` and `pass@k`
 (the unbiased estimator of Chen et al. 2021, "Evaluating Large Language Models Trained on Code", eq. 1).
@@ -27,7 +29,7 @@ from posttrain.types import Score
 Ratio = tuple[float, float]
 """(numerator, denominator) of one task's contribution to a metric."""
 Extractor = Callable[[Score], Ratio | None]
-"""A metric's contribution from one greedy score; None where it is undefined for that task."""
+"""A metric's contribution from one score; None where it is undefined for that response."""
 
 AGGREGATED = ("pass@1", "reward", "pass@1_sampled", "pass@k")
 """Metrics every domain has (the sampled ones when sampling is on): the ones averaged over domains."""
@@ -148,24 +150,46 @@ def pass_at_k(num_samples: int, num_passed: int, k: int) -> float:
     return 1.0 - math.comb(num_samples - num_passed, k) / math.comb(num_samples, k)
 
 
-def task_ratios(
-    verifier: str, cls: str, greedy: Sequence[Score], sampled: Sequence[tuple[int, int]], k: int
-) -> dict[str, list[Ratio]]:
-    """Per metric, one ratio per task where it is defined. `greedy`: graded greedy scores (infra failures
-    left out); `sampled`: (passing, graded) sample counts per task with a graded sample."""
-    out: dict[str, list[Ratio]] = {
-        "pass@1": [(float(s.passed), 1.0) for s in greedy],
-        "reward": [(s.reward, 1.0) for s in greedy],
+TaskRatios = dict[str, dict[str, Ratio]]
+"""Per metric, each task's ratio by task id (tasks where the metric is undefined are absent)."""
+
+
+def task_ratio_table(
+    verifier: str, cls: str, greedy: Sequence[tuple[str, Score]], sampled: Sequence[tuple[str, Sequence[Score]]],
+    k: int,
+) -> TaskRatios:
+    """Per metric, one ratio per task id where it is defined. `greedy`: (task id, graded greedy score);
+    `sampled`: (task id, its graded samples) of every task with a graded sample. The verifier's and
+    class's extra metrics are read from the greedy score and, under `<name>_sampled`, pooled over each
+    task's samples (sum of the samples' numerators over the sum of their denominators)."""
+    out: TaskRatios = {
+        "pass@1": {t: (float(s.passed), 1.0) for t, s in greedy},
+        "reward": {t: (s.reward, 1.0) for t, s in greedy},
     }
-    if sampled:
-        out["pass@1_sampled"] = [(c / n, 1.0) for c, n in sampled]
-        out["pass@k"] = [(pass_at_k(n, c, k), 1.0) for c, n in sampled]
+    counts = {t: (sum(s.passed for s in scores), len(scores)) for t, scores in sampled if scores}
+    if counts:
+        out["pass@1_sampled"] = {t: (c / n, 1.0) for t, (c, n) in counts.items()}
+        out["pass@k"] = {t: (pass_at_k(n, c, k), 1.0) for t, (c, n) in counts.items()}
     extractors = {**BY_VERIFIER.get(verifier, {}), **BY_CLASS.get(cls, {})}
     for name, extract in extractors.items():
-        ratios = [r for r in (extract(s) for s in greedy) if r is not None]
-        if ratios:
-            out[name] = ratios
+        out[name] = {t: r for t, r in ((t, extract(s)) for t, s in greedy) if r is not None}
+        pooled: dict[str, Ratio] = {}
+        for task, scores in sampled:
+            ratios = [r for r in map(extract, scores) if r is not None]
+            if ratios:
+                pooled[task] = (sum(n for n, _ in ratios), sum(d for _, d in ratios))
+        out[f"{name}_sampled"] = pooled
     return {name: ratios for name, ratios in out.items() if ratios}
+
+
+def task_ratios(
+    verifier: str, cls: str, greedy: Sequence[Score], sampled: Sequence[Sequence[Score]], k: int
+) -> dict[str, list[Ratio]]:
+    """`task_ratio_table` of tasks given by position (greedy scores, and each task's sampled scores),
+    as plain lists of ratios."""
+    table = task_ratio_table(verifier, cls, [(str(i), s) for i, s in enumerate(greedy)],
+                             [(str(i), s) for i, s in enumerate(sampled)], k)  # fmt: skip
+    return {name: list(ratios.values()) for name, ratios in table.items()}
 
 
 def summarise(ratios: Mapping[str, Sequence[Ratio]]) -> dict[str, Metric]:

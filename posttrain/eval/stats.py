@@ -108,6 +108,41 @@ def bootstrap_ratio_ci(
     return _interval(ratios, confidence) if ratios.size else (math.nan, math.nan)
 
 
+def paired_ratio_change(
+    domains: Sequence[tuple[Sequence[tuple[float, float]], Sequence[tuple[float, float]]]],
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Paired:
+    """The mean over domains of each domain's change of a pooled rate, sum(num) / sum(den), between two
+    checkpoints on the same tasks: every domain gives its tasks' (numerator, denominator) before and
+    after, aligned (a task where the metric is undefined for one side is (0, 0) on that side). The
+    interval resamples tasks within every domain (domain i with seed + i), the same tasks for both
+    sides, so a rate defined on a changing subset (recovery: errored episodes) is still paired by task;
+    a resample where either side's denominators sum to 0 in some domain is left out."""
+    changes, point, tasks = [], [], 0
+    for i, (old, new) in enumerate(domains):
+        if len(old) != len(new):
+            raise ValueError(f"paired rates of {len(old)} base and {len(new)} other tasks")
+        a, b = np.asarray(old, dtype=float).reshape(-1, 2), np.asarray(new, dtype=float).reshape(-1, 2)
+        if a[:, 1].sum() <= 0 or b[:, 1].sum() <= 0:
+            continue
+        index = np.random.default_rng(seed + i).integers(0, len(a), size=(NUM_RESAMPLES, len(a)))  # [R, N]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            before = a[index, 0].sum(axis=1) / a[index, 1].sum(axis=1)
+            after = b[index, 0].sum(axis=1) / b[index, 1].sum(axis=1)
+        changes.append(after - before)  # [R], NaN where a side has no denominator
+        point.append(b[:, 0].sum() / b[:, 1].sum() - a[:, 0].sum() / a[:, 1].sum())
+        tasks += len(a)
+    if not changes:
+        return Paired(math.nan, math.nan, math.nan, math.nan, 0)
+    resampled = np.stack(changes).mean(axis=0)
+    resampled = resampled[np.isfinite(resampled)]
+    if resampled.size == 0:
+        return Paired(float(np.mean(point)), math.nan, math.nan, math.nan, tasks)
+    low, high = _interval(resampled, confidence)
+    return Paired(float(np.mean(point)), low, high, _bootstrap_p(resampled), tasks)
+
+
 def mean_of_domains_ci(
     domains: Sequence[Sequence[float]], confidence: float = 0.95, seed: int = 0
 ) -> tuple[float, float]:

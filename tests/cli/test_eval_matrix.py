@@ -45,7 +45,9 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.slow
-def test_a_matrix_of_two_checkpoints_then_a_rerun_from_the_cache(tmp_path: Path) -> None:
+def test_a_matrix_of_two_checkpoints_then_a_rerun_from_the_cache(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     from posttrain.bench.agents import chatml_tokenizer
@@ -79,6 +81,8 @@ def test_a_matrix_of_two_checkpoints_then_a_rerun_from_the_cache(tmp_path: Path)
     assert len(doc["cells"]) == 4 and all(c["computed_samples"] == 9 for c in doc["cells"])
     assert doc["gate"]["checkpoints"][0]["suite"] == ["math/arithmetic/add@easy", "math/arithmetic/sub@easy"]
     assert (out / "cache" / "results.sqlite").is_file()
+    assert [r["checkpoint"] for r in doc["changes"]["classes"]] == ["trained"]
+    assert "change against base" in capsys.readouterr().out
     assert main(argv) == code
     again = json.loads((out / "matrix.json").read_text())
     assert all(c["computed_samples"] == 0 and c["cached_samples"] == 9 for c in again["cells"])

@@ -147,6 +147,13 @@ def test_the_document_follows_the_schema(pool: TaskPool, renderer: PromptRendere
     means = [c["metrics"]["pass@1"]["value"] for c in doc["cells"][:2]]
     assert math_row["metrics"]["pass@1"]["value"] == pytest.approx(sum(means) / 2)
     assert math_row["n"] == 12
+    changes = {(r["checkpoint"], r["class"]): r["metrics"] for r in doc["changes"]["classes"]}
+    assert doc["changes"]["base"] == "base" and set(changes) == {("ckpt", "math"), ("ckpt", "plugin")}
+    ckpt_means = [c["metrics"]["pass@1"]["value"] for c in doc["cells"][3:5]]
+    pass1 = changes[("ckpt", "math")]["pass@1"]
+    assert pass1["delta"] == pytest.approx((sum(ckpt_means) - sum(means)) / 2) and pass1["n"] == 12
+    assert pass1["ci_low"] <= pass1["delta"] <= pass1["ci_high"]
+    assert "success_sampled" in changes[("ckpt", "plugin")]  # sampled episodes are compared too
 
 
 def test_sampled_slots_use_the_task_seed_plus_the_index(pool: TaskPool, renderer: PromptRenderer) -> None:

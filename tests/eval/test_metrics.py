@@ -24,7 +24,8 @@ def test_pass_at_k_is_the_unbiased_estimator_by_hand() -> None:
 
 def test_common_metrics_of_a_cell() -> None:
     greedy = [Score.correct(), Score.wrong(), Score.wrong(reward=0.5)]
-    ratios = task_ratios("numeric", "math", greedy, [(1, 4), (0, 4), (4, 4)], k=2)
+    samples = [[Score.correct()] + [Score.wrong()] * 3, [Score.wrong()] * 4, [Score.correct()] * 4]
+    ratios = task_ratios("numeric", "math", greedy, samples, k=2)
     metrics = summarise(ratios)
     assert metrics["pass@1"].value == pytest.approx(1 / 3) and metrics["pass@1"].n == 3
     assert metrics["reward"].value == pytest.approx(0.5)  # (1 + 0 + 0.5) / 3
@@ -81,6 +82,18 @@ def test_episode_metrics_match_agent_metrics() -> None:
     assert ours["tool_call_success"].n == 3  # episodes with a tool call
     assert ours["recovery"].value == pytest.approx(theirs["recovery_rate"]) and ours["recovery"].n == 2
     assert "success" not in task_ratios("environment", "agent", [Score.correct()], [], k=1)  # not an episode
+
+
+def test_sampled_episode_metrics_pool_each_tasks_samples() -> None:
+    # task a: one errored sample passed, one errored failed, one clean passed; task b: no error at all
+    samples = [[_episode(1.0, 2, 1, 1), _episode(0.0, 3, 1, 2), _episode(1.0, 1, 1, 0)],
+               [_episode(0.0, 1, 1, 0), _episode(0.0, 0, 0, 0)]]  # fmt: skip
+    metrics = summarise(task_ratios("environment", "agent", [_episode(0.0, 1, 1, 0)] * 2, samples, k=1))
+    assert metrics["recovery_sampled"].value == 0.5 and metrics["recovery_sampled"].n == 1  # 1 of a's 2 errored
+    assert metrics["success_sampled"].value == pytest.approx(2 / 5)  # pooled over samples (tasks had 3 and 2)
+    assert metrics["tool_call_success_sampled"].value == pytest.approx(4 / 7)  # pooled over every call
+    assert "recovery" not in metrics  # no greedy episode hit an error
+    assert "success_sampled" not in task_ratios("numeric", "math", [Score.correct()], [[Score.correct()]], k=1)
 
 
 def test_ratio_interval_equals_the_mean_interval_for_unit_denominators() -> None:

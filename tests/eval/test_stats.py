@@ -7,7 +7,14 @@ import math
 import numpy as np
 import pytest
 
-from posttrain.eval.stats import bootstrap_ci, mcnemar_p, paired, paired_mean_of_domains, verdict
+from posttrain.eval.stats import (
+    bootstrap_ci,
+    mcnemar_p,
+    paired,
+    paired_mean_of_domains,
+    paired_ratio_change,
+    verdict,
+)
 
 
 def test_mcnemar_exact_p_by_hand() -> None:
@@ -73,3 +80,34 @@ def test_mean_of_domains_weights_domains_equally() -> None:
 def test_mismatched_lengths_are_refused() -> None:
     with pytest.raises(ValueError, match="paired"):
         paired([1.0], [1.0, 0.0])
+
+
+def test_paired_ratio_change_pools_rates_on_the_same_tasks() -> None:
+    # unit denominators: the change is the mean difference, as in `paired_mean_of_domains`
+    base, new = [0.0, 1.0, 0.0, 1.0, 0.0], [1.0, 1.0, 0.0, 1.0, 1.0]
+    unit = paired_ratio_change([([(b, 1.0) for b in base], [(n, 1.0) for n in new])])
+    reference = paired_mean_of_domains([(base, new)])
+    assert unit.delta == pytest.approx(0.4) and (unit.ci_low, unit.ci_high) == (reference.ci_low, reference.ci_high)
+    # pooled rates over a changing subset: before 1/4, after 3/4 (a task may lack the metric on one side)
+    before = [(1.0, 2.0), (0.0, 2.0), (0.0, 0.0)]
+    after = [(1.0, 1.0), (1.0, 2.0), (1.0, 1.0)]
+    change = paired_ratio_change([(before, after)])
+    assert change.delta == pytest.approx(0.5) and change.n == 3
+    assert change.ci_low <= change.delta <= change.ci_high
+    # two domains weigh equally; a domain where one side is never defined is left out
+    both = paired_ratio_change([(before, after), ([(0.0, 1.0)] * 3, [(1.0, 1.0)] * 3), ([(0.0, 0.0)], [(1.0, 1.0)])])
+    assert both.delta == pytest.approx(0.75) and both.n == 6
+    assert math.isnan(paired_ratio_change([]).delta)
+    with pytest.raises(ValueError, match="paired"):
+        paired_ratio_change([([(1.0, 1.0)], [])])
+
+
+def test_paired_ratio_change_finds_a_consistent_gain() -> None:
+    rng = np.random.default_rng(0)
+    errored = rng.integers(1, 4, size=200).astype(float)
+    before = [(float(rng.binomial(int(n), 0.2)), n) for n in errored]
+    after = [(float(rng.binomial(int(n), 0.4)), n) for n in errored]
+    change = paired_ratio_change([(before, after)])
+    assert change.ci_low > 0.1 and change.p_value < 0.01
+    flat = paired_ratio_change([(before, before)])
+    assert flat.delta == 0.0 and flat.ci_low == flat.ci_high == 0.0
