@@ -21,8 +21,16 @@ intervals, and the change with its 95% interval (`success_delta`, `recovery_delt
 Newcombe's interval for two independent proportions); the checks `agent_success_separated` and
 `agent_recovery_separated` (each seed) ask for the stricter: the final interval wholly above the base one.
 Success is also compared task by task (`success_paired`: the same held-out tasks before and after, paired
-bootstrap interval and McNemar's p; check `agent_success_paired_up`: the interval above 0). Recovery has
-no paired form: which episodes hit a tool error changes with the policy.
+bootstrap interval and McNemar's p; check `agent_success_paired_up`: the interval above 0).
+
+`--sampled N` (N > 0) then evaluates the base model, every seed's final checkpoint and the control in one
+`posttrain eval` matrix (`--sampled-tasks` held-out tasks per domain, N sampled responses each at the
+config's rollout temperature; `OUT/learning-matrix/matrix.json`) and keeps each run's paired change
+against the base per class (`sampled`: `pass@1`, `pass@1_sampled`, `recovery_sampled`; tasks resampled
+within every domain, `posttrain.eval.stats.paired_ratio_change`). Checks: `sampled_pass_up` and, for
+classes with errored episodes, `sampled_recovery_up` (each seed: the interval above 0);
+`control_sampled_flat` (the control's `pass@1_sampled` change within +-2 points or its interval holds 0).
+The matrix's base is the config's base model (`--set` overrides are not applied to it).
 """
 
 from __future__ import annotations
@@ -54,6 +62,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override for every run")
     parser.add_argument("--jobs", type=int, default=1, help="training runs at a time")
+    parser.add_argument("--sampled", type=int, default=0, metavar="N",
+                        help="then a sampled matrix of base, seeds and control: N samples per task (0: off)")
+    parser.add_argument("--sampled-tasks", type=int, default=64, help="held-out tasks per domain of that matrix")
     parser.add_argument("--runs", type=Path, default=None, help="run folders (default OUT/learning-runs)")
     parser.add_argument("--out", default="bench/results")
     parser.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
@@ -71,6 +82,52 @@ def run_training(config: str, run_dir: Path, overrides: list[str]) -> tuple[dict
     subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - start
     return json.loads((run_dir / "summary.json").read_text()), wall
+
+
+SAMPLED_METRICS = ("pass@1", "pass@1_sampled", "recovery_sampled")
+
+
+def sampled_matrix(config: str, runs: dict[str, Path], out: Path, samples: int, tasks: int) -> dict[str, Any]:
+    """`posttrain eval` of the base model and every run's final checkpoint with `samples` sampled responses
+    per task; per run label, class and `SAMPLED_METRICS` metric, its paired change against the base."""
+    from posttrain.train.config import load_train_config
+
+    temperature = load_train_config(config).rollout.temperature
+    command = [sys.executable, "-m", "posttrain.cli", "eval", "--checkpoints", f"base={config}",
+               *(f"{label}={path}" for label, path in runs.items()), "--domains", config, "--out", str(out),
+               "--tasks-per-domain", str(tasks), "--samples-per-task", str(samples),
+               "--temperature", str(temperature)]  # fmt: skip
+    print(f"[bench learning] posttrain {' '.join(command[3:])}", file=sys.stderr, flush=True)
+    subprocess.run(command, check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, stdout=subprocess.DEVNULL)
+    doc = json.loads((out / "matrix.json").read_text())
+    return {"command": "posttrain " + " ".join(command[3:]), "changes": changes_by_run(doc)}
+
+
+def changes_by_run(doc: dict[str, Any]) -> dict[str, Any]:
+    """A matrix document's `changes`, as run label -> class -> `SAMPLED_METRICS` metric -> change."""
+    changes: dict[str, Any] = {}
+    for row in doc.get("changes", {}).get("classes", ()):
+        kept = {m: v for m, v in row["metrics"].items() if m in SAMPLED_METRICS}
+        changes.setdefault(row["checkpoint"], {})[row["class"]] = kept
+    return changes
+
+
+def sampled_checks(changes: dict[str, Any]) -> dict[str, bool]:
+    """A seed's sampled checks (module docstring) over every class of its matrix row."""
+    def up(metric: str) -> bool:
+        rows = [c[metric] for c in changes.values() if c.get(metric) and c[metric]["ci_low"] is not None]
+        return bool(rows) and all(r["ci_low"] > 0 for r in rows)
+
+    out = {"sampled_pass_up": up("pass@1_sampled")}
+    if any("recovery_sampled" in c for c in changes.values()):
+        out["sampled_recovery_up"] = up("recovery_sampled")
+    return out
+
+
+def control_sampled_flat(changes: dict[str, Any]) -> bool:
+    """The control's sampled pass rate changed by at most `CONTROL_BAND` or its interval holds 0."""
+    rows = [c["pass@1_sampled"] for c in changes.values() if c.get("pass@1_sampled")]
+    return all(abs(r["delta"]) <= CONTROL_BAND or (r["ci_low"] or 0.0) <= 0.0 <= (r["ci_high"] or 0.0) for r in rows)
 
 
 def seed_checks(summary: dict[str, Any]) -> dict[str, bool]:
@@ -217,6 +274,14 @@ def main(argv: list[str]) -> int:
         summary, wall = results["control"]
         report["control"] = condense(summary, wall, runs_root / "control")
         report["checks"]["control_flat"] = control_check(summary)
+    if args.sampled > 0:
+        matrix = sampled_matrix(args.config, {name: runs_root / name for name in runs}, Path(args.out) / "learning-matrix",
+                                args.sampled, args.sampled_tasks)  # fmt: skip
+        report["sampled"] = matrix
+        for seed in seeds:
+            report["checks"][f"seed{seed}"].update(sampled_checks(matrix["changes"].get(f"seed{seed}", {})))
+        if "control" in matrix["changes"]:
+            report["checks"]["control_sampled_flat"] = control_sampled_flat(matrix["changes"]["control"])
     report["total_wall_s"] = round(time.perf_counter() - start, 1)
     report["passed"] = all(v if isinstance(v, bool) else all(v.values()) for v in report["checks"].values())
     emit_report(report, args.out, "learning.json", args.json, _print_table)
@@ -239,6 +304,11 @@ def _print_table(report: dict[str, Any]) -> None:
             sp = run["agent"]["success_paired"]
             print(f"{'':22s} success paired on {sp['tasks']} tasks {sp['delta']:+.3f} [{sp['ci'][0]:+.3f}, "
                   f"{sp['ci'][1]:+.3f}], p {sp['p_value']:.3g} ({sp['gained']} gained, {sp['lost']} lost)")
+    for label, classes in report.get("sampled", {}).get("changes", {}).items():
+        for cls, metrics in classes.items():
+            text = ", ".join(f"{m} {v['delta']:+.3f} [{v['ci_low']:+.3f}, {v['ci_high']:+.3f}]"
+                             for m, v in metrics.items() if v["ci_low"] is not None)  # fmt: skip
+            print(f"{'sampled ' + label:22s} {cls}: {text}")
     for name, check in report["checks"].items():
         print(f"{name:22s} {check}")
     print(f"passed: {report['passed']}")

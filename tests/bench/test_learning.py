@@ -134,3 +134,46 @@ def test_newcombe_difference_interval_matches_the_published_example() -> None:
     # Newcombe (1998), Statistics in Medicine 17:873, Table II example (a): 56/70 vs 48/80, method 10
     low, high = newcombe(48 / 80, wilson(48, 80), 56 / 70, wilson(56, 70))
     assert (low, high) == pytest.approx((0.0524, 0.3339), abs=1e-4)
+
+
+def _change(delta: float, low: float, high: float) -> dict[str, Any]:
+    return {"delta": delta, "ci_low": low, "ci_high": high, "p_value": 0.01, "n": 192}
+
+
+def test_sampled_matrix_changes_become_checks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = {"changes": {"base": "base", "classes": [
+        {"checkpoint": "seed0", "class": "agent", "domains": [],
+         "metrics": {"pass@1_sampled": _change(0.05, 0.02, 0.08), "recovery_sampled": _change(0.04, 0.01, 0.07),
+                     "completion": _change(0.0, -0.1, 0.1)}},
+        {"checkpoint": "seed1", "class": "agent", "domains": [],
+         "metrics": {"pass@1_sampled": _change(0.03, 0.01, 0.05), "recovery_sampled": _change(0.02, -0.01, 0.05)}},
+        {"checkpoint": "control", "class": "agent", "domains": [],
+         "metrics": {"pass@1_sampled": _change(-0.01, -0.03, 0.01)}},
+    ]}}  # fmt: skip
+    changes = learning.changes_by_run(doc)
+    assert set(changes["seed0"]["agent"]) == {"pass@1_sampled", "recovery_sampled"}  # other metrics dropped
+    assert learning.sampled_checks(changes["seed0"]) == {"sampled_pass_up": True, "sampled_recovery_up": True}
+    assert learning.sampled_checks(changes["seed1"]) == {"sampled_pass_up": True, "sampled_recovery_up": False}
+    assert learning.sampled_checks(changes["control"]) == {"sampled_pass_up": False}
+    assert learning.control_sampled_flat(changes["control"])
+    assert not learning.control_sampled_flat({"agent": {"pass@1_sampled": _change(0.05, 0.03, 0.07)}})
+
+    def fake_run(config: str, run_dir: Path, overrides: list[str]) -> tuple[dict[str, Any], float]:
+        if "reward.mode=random" in overrides:
+            return _summary([(0.0, "no significant change")], 0.005, (-0.01, 0.02)), 1.0
+        return _summary([(0.15, "improved")] * 4, 0.15, (0.1, 0.2), seed=int(overrides[-1].split("=")[1])), 2.0
+
+    asked: list[tuple[dict[str, Path], int, int]] = []
+
+    def fake_matrix(config: str, runs: dict[str, Path], out: Path, samples: int, tasks: int) -> dict[str, Any]:
+        asked.append((runs, samples, tasks))
+        return {"command": "posttrain eval", "changes": changes}
+
+    monkeypatch.setattr(learning, "run_training", fake_run)
+    monkeypatch.setattr(learning, "sampled_matrix", fake_matrix)
+    argv = ["--seeds", "0,1", "--sampled", "8", "--sampled-tasks", "100", "--out", str(tmp_path), "--json"]
+    assert learning.main(argv) == 0
+    report = json.loads((tmp_path / "learning.json").read_text())
+    assert [sorted(r) for r, _, _ in asked] == [["control", "seed0", "seed1"]] and asked[0][1:] == (8, 100)
+    assert report["checks"]["seed1"]["sampled_recovery_up"] is False and report["passed"] is False
+    assert report["checks"]["control_sampled_flat"] is True
