@@ -348,6 +348,7 @@ class Run:
             "mixture": self.mixture.state_dict(),
             "rng": self.rng.getstate(),
             "np_rng": self.np_rng.bit_generator.state,
+            "reward_rng": self.reward.rng.getstate(),
             "rollout_calls": self.rollout.num_calls,
             "replay": self.replay.state_dict(),
             "ahead": self.producer.ready() if self.producer is not None else {},
@@ -365,6 +366,8 @@ class Run:
         self.mixture.load_state_dict(extra["mixture"])
         self.rng.setstate(extra["rng"])
         self.np_rng.bit_generator.state = extra["np_rng"]
+        if "reward_rng" in extra:  # checkpoints from before it was saved restart the control's coin
+            self.reward.rng.setstate(extra["reward_rng"])
         self.rollout.num_calls = int(extra["rollout_calls"])
         if "replay" in extra:
             self.replay.load_state_dict(extra["replay"])

@@ -102,14 +102,17 @@ def test_run_dir_has_summary_metrics_and_plots(model_dir: Path, tmp_path: Path) 
     assert (tmp_path / "config.yaml").is_file()
 
 
-def test_resumed_run_matches_uninterrupted_run(model_dir: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["verifier", "random"])  # random: the control's coin continues too
+def test_resumed_run_matches_uninterrupted_run(model_dir: Path, tmp_path: Path, mode: str) -> None:
     quiet = lambda _: None  # noqa: E731
-    train(make_config(model_dir, steps=4), tmp_path / "full", log=quiet)
-    train(make_config(model_dir, steps=2), tmp_path / "split", log=quiet)
-    train(make_config(model_dir, steps=4), tmp_path / "split", resume=True, log=quiet)
-    full = [json.loads(x)["loss"] for x in (tmp_path / "full" / "metrics.jsonl").read_text().splitlines()]
-    split = [json.loads(x)["loss"] for x in (tmp_path / "split" / "metrics.jsonl").read_text().splitlines()]
-    assert split == full
+    reward = {"workers": 0, "mode": mode}
+    train(make_config(model_dir, steps=4, reward=reward), tmp_path / "full", log=quiet)
+    train(make_config(model_dir, steps=2, reward=reward), tmp_path / "split", log=quiet)
+    train(make_config(model_dir, steps=4, reward=reward), tmp_path / "split", resume=True, log=quiet)
+    rows = {run: [json.loads(x) for x in (tmp_path / run / "metrics.jsonl").read_text().splitlines()]
+            for run in ("full", "split")}  # fmt: skip
+    assert [r["loss"] for r in rows["split"]] == [r["loss"] for r in rows["full"]]
+    assert [r["reward"] for r in rows["split"]] == [r["reward"] for r in rows["full"]]
 
 
 def test_bad_config_fails_with_one_clear_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
