@@ -197,11 +197,13 @@ def _row_step(line: str) -> float:
 
 def _step_times(step_s: float, metrics: dict[str, float]) -> dict[str, float]:
     """The step's wall time and, when the stages timed themselves, the rest of it (`time/other_s`:
-    weight sync, batch building, filtering and bookkeeping)."""
+    weight sync, batch building, filtering and bookkeeping). In async mode the part of generating and
+    grading that ran while the learner was busy (`async/overlap_s`) is not the step's own time."""
     out = {"time/step_s": step_s}
     stages = ("time/generate_s", "time/verify_s", "time/learn_s")
     if all(key in metrics for key in stages):
-        out["time/other_s"] = step_s - sum(metrics[key] for key in stages)
+        hidden = metrics.get("async/overlap_s", 0.0)
+        out["time/other_s"] = step_s - sum(metrics[key] for key in stages) + hidden
     return out
 
 

@@ -55,3 +55,6 @@ def test_other_time_only_when_every_stage_timed_itself() -> None:
     assert _step_times(2.0, {"time/generate_s": 1.0}) == {"time/step_s": 2.0}
     times = {"time/generate_s": 0.5, "time/verify_s": 0.25, "time/learn_s": 1.0}
     assert _step_times(2.0, times) == {"time/step_s": 2.0, "time/other_s": 0.25}
+    # async: generating and grading partly ran while the learner was busy; only the rest is the step's
+    hidden = {**times, "time/generate_s": 1.5, "async/overlap_s": 1.0}
+    assert _step_times(2.0, hidden) == {"time/step_s": 2.0, "time/other_s": 0.25}
