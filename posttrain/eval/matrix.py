@@ -4,8 +4,9 @@
 when its turn comes and free it after), asks `posttrain.eval.collect` for each one's greedy response
 and `n` sampled responses per eval task (`TaskPool.eval_tasks`: the same tasks for every checkpoint),
 and summarises each (checkpoint, domain) cell with `posttrain.eval.metrics`. `MatrixResult.document`
-is `matrix.json` (schema in docs/evaluation.md), with family and class aggregates and, when asked,
-the regression gate of every checkpoint against the base (`posttrain.eval.gate`).
+is `matrix.json` (schema in docs/evaluation.md), with family and class aggregates, every checkpoint's
+paired change against the base per class and metric (`MatrixResult.changes`) and, when asked, the
+regression gate of every checkpoint against the base (`posttrain.eval.gate`).
 
 Guarantees: same checkpoints, tasks, settings and seed give the same numbers (seeded sampling and
 bootstrap; responses come from the cache or are regenerated identically); adding a checkpoint or a
