@@ -32,7 +32,7 @@ from posttrain.tasks.base import GOLD_TURNS
 from posttrain.tasks.pool import TaskPool
 from posttrain.train._policy_config import warmup_cosine
 from posttrain.train._prefix import sft_loss_backward
-from posttrain.train.config import ModelConfig, TinyBaseConfig
+from posttrain.train.config import SftConfig, TinyBaseConfig
 from posttrain.train.models import cache_root, weights_sha256
 from posttrain.types import Task
 
@@ -148,7 +148,7 @@ def corpus_text(task: Task, transcript: Transcript) -> str:
     return str(Template(TINY_CHAT_TEMPLATE).render(messages=messages, eos_token="", add_generation_prompt=False))
 
 
-def sft_lr_multiplier(step: int, config: TinyBaseConfig) -> float:
+def sft_lr_multiplier(step: int, config: SftConfig) -> float:
     """Linear warm-up, then cosine decay to `min_lr_ratio` at `max_steps` (step is 0-based)."""
     return warmup_cosine(step, config.warmup_steps, config.max_steps, config.min_lr_ratio)
 
@@ -170,7 +170,7 @@ def sft_mixture(pass_rates: dict[str, float], ceiling: float, floor: float) -> d
 
 
 def run_sft(
-    config: TinyBaseConfig,
+    config: SftConfig,
     model: Any,
     tokenizer: Any,
     draw: Draw,
@@ -178,14 +178,16 @@ def run_sft(
     domain_ids: Sequence[str],
     log: Callable[[str], None] = print,
     transcript: Transcript = lambda _t: None,
+    renderer: PromptRenderer | None = None,
 ) -> list[dict[str, Any]]:
-    """SFT until the stopping rule holds (see the module docstring); returns the eval history."""
+    """SFT until the stopping rule holds (see the module docstring); returns the eval history. Prompts
+    are rendered by `renderer` (default: the tokenizer's chat template, no system prompt)."""
     rng = random.Random(config.seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: sft_lr_multiplier(s, config))
     history: list[dict[str, Any]] = []
     mixture = {d: 1.0 / len(domain_ids) for d in domain_ids}
-    renderer = PromptRenderer(tokenizer)
+    renderer = renderer or PromptRenderer(tokenizer)
     start = time.perf_counter()
     for step in range(1, config.max_steps + 1):
         model.train()
@@ -240,15 +242,7 @@ def _build(
 ) -> Path:
     torch.manual_seed(config.seed)
     rng = random.Random(config.seed)
-
-    def draw(r: random.Random, n: int, mixture: dict[str, float]) -> list[Task]:
-        names = list(mixture)
-        chosen = r.choices(names, weights=[mixture[d] for d in names], k=n)
-        # Tasks sharing a context (questions on one document) come in whole contexts, after the others.
-        shared = {d: chosen.count(d) for d in names if pool.registry.get(d).spec.context_size is not None}
-        tasks = [pool.sample(d, 1, "train", r)[0] for d in chosen if d not in shared]
-        return tasks + [t for d, count in shared.items() if count for t in pool.sample(d, count, "train", r)]
-
+    draw = task_drawer(pool)
     uniform = {d: 1.0 for d in domain_ids}
     transcript = gold_transcript(pool)
     corpus = [corpus_text(t, transcript) for t in draw(rng, config.tokenizer_corpus, uniform)]
@@ -267,6 +261,20 @@ def _build(
     return out_dir
 
 
+def task_drawer(pool: TaskPool) -> Draw:
+    """Train tasks drawn by a mixture: domains chosen by weight, tasks sharing a context (questions on one
+    document) in whole contexts after the others."""
+
+    def draw(r: random.Random, n: int, mixture: dict[str, float]) -> list[Task]:
+        names = list(mixture)
+        chosen = r.choices(names, weights=[mixture[d] for d in names], k=n)
+        shared = {d: chosen.count(d) for d in names if pool.registry.get(d).spec.context_size is not None}
+        tasks = [pool.sample(d, 1, "train", r)[0] for d in chosen if d not in shared]
+        return tasks + [t for d, count in shared.items() if count for t in pool.sample(d, count, "train", r)]
+
+    return draw
+
+
 def ensure_tiny_base(config: TinyBaseConfig, domains: Any, log: Callable[[str], None] = print) -> Path:
     """The cached tiny base model for these domains, built first if missing."""
     pool = TaskPool.from_config(domains)
@@ -283,10 +291,12 @@ def ensure_tiny_base(config: TinyBaseConfig, domains: Any, log: Callable[[str], 
             log(f"using tiny base model {out_dir}, built by another run meanwhile")
             return out_dir
         log(f"building the tiny base model for {len(domain_ids)} domains -> {out_dir}")
-        return build_tiny_base(config, pool, domain_ids, _greedy_pass_rate(pool, domain_ids, config), out_dir, log)
+        return build_tiny_base(config, pool, domain_ids, greedy_pass_rate(pool, domain_ids, config), out_dir, log)
 
 
-def _greedy_pass_rate(pool: TaskPool, domain_ids: Sequence[str], config: TinyBaseConfig) -> EvalFn:
+def greedy_pass_rate(pool: TaskPool, domain_ids: Sequence[str], config: SftConfig,
+                     system_prompt: str | None = None) -> EvalFn:  # fmt: skip
+    """The stopping rule's evaluation: greedy pass rate per domain on the eval split."""
     from posttrain.eval.evaluate import evaluate
     from posttrain.rollout import NativeEngine
     from posttrain.verify import ExecutorConfig
@@ -295,18 +305,9 @@ def _greedy_pass_rate(pool: TaskPool, domain_ids: Sequence[str], config: TinyBas
 
     def pass_rate(model: Any, tokenizer: Any) -> dict[str, float]:
         model.eval()
-        renderer = PromptRenderer(tokenizer)
+        renderer = PromptRenderer(tokenizer, system_prompt)
         result = evaluate(NativeEngine(model), renderer, pool, domain_ids, grader.grade, config.eval_tasks_per_domain,
                           max_new_tokens=config.eval_max_new_tokens, max_total_tokens=config.max_positions)  # fmt: skip
         return {d: r.pass_rate for d, r in result.items()}
 
     return pass_rate
-
-
-def resolve_model(model: ModelConfig, tiny: TinyBaseConfig, domains: Any, log: Callable[[str], None]) -> tuple[Any, Any]:
-    """(model, tokenizer) for a ModelConfig; the `tiny` preset is built (or reused) first."""
-    from posttrain.train.models import load_model
-
-    if model.preset == "tiny":
-        model = ModelConfig(path=str(ensure_tiny_base(tiny, domains, log)), dtype=model.dtype)
-    return load_model(model)

@@ -100,9 +100,9 @@ def _base(config: TrainConfig, path: str, log: Log) -> LoadedPolicy:
 
 
 def _build_base(config: TrainConfig, log: Log) -> tuple[Any, Any]:
-    from posttrain.train.base_model import resolve_model
+    from posttrain.train.warm_start import resolve_model
 
-    return resolve_model(config.model, config.tiny_base, config.domains, log)
+    return resolve_model(config, log)
 
 
 def _hash(model: Any) -> str:

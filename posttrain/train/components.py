@@ -42,9 +42,9 @@ def build_grader(pool: TaskPool, config: RewardConfig) -> Grader:
 
 def build_policy(config: TrainConfig, log: Log) -> tuple[Any, Any]:
     """(model, tokenizer) of `config.model`; the tiny preset is built (or reused) for `config.domains`."""
-    from posttrain.train.base_model import resolve_model
+    from posttrain.train.warm_start import resolve_model
 
-    return resolve_model(config.model, config.tiny_base, config.domains, log)
+    return resolve_model(config, log)
 
 
 def build_rollout_engine(config: RolloutConfig, model: Any, model_config: ModelConfig) -> RolloutEngine:

@@ -53,21 +53,10 @@ class ModelConfig(StrictModel):
         return self
 
 
-class TinyBaseConfig(StrictModel):
-    """Recipe of the embedded tiny base model."""
+class SftConfig(StrictModel):
+    """A supervised fine-tuning recipe on the train split's gold responses, with the stopping rule on
+    greedy pass rates (`posttrain.train.base_model.run_sft`)."""
 
-    vocab_size: int = 384
-    """BPE vocabulary size (256 byte symbols + merges + specials)."""
-    hidden_size: int = 128
-    """Model width."""
-    num_layers: int = 4
-    """Decoder layers."""
-    num_heads: int = 4
-    """Attention heads."""
-    num_kv_heads: int = 2
-    """Key/value heads (grouped-query attention)."""
-    intermediate_size: int = 384
-    """SwiGLU width."""
     max_steps: int = 1200
     """Upper bound on SFT steps."""
     batch_size: int = 64
@@ -92,18 +81,53 @@ class TinyBaseConfig(StrictModel):
     """A domain's share of SFT examples grows with how far its pass rate is below this."""
     mix_floor: float = Field(0.15, ge=0.0)
     """Share every domain keeps before normalising, so domains past the ceiling are not forgotten."""
-    tokenizer_corpus: int = 6000
-    """Rendered train tasks used to fit the tokenizer."""
     max_positions: int = Field(512, ge=64)
-    """Longest sequence the model is built for; SFT rows are cut there and evaluation episodes end there
-    (agent domains need more than single-turn ones)."""
+    """Longest sequence trained on; SFT rows are cut there and evaluation episodes end there (agent
+    domains need more than single-turn ones)."""
     eval_max_new_tokens: int = Field(32, ge=1)
-    """Tokens per answer (per turn in agent episodes) in the build's greedy evaluations."""
+    """Tokens per answer (per turn in agent episodes) in the greedy evaluations."""
     shared_prefix_min_tokens: int | None = Field(None, ge=1)
     """SFT rows whose prompts share at least this many leading tokens (questions on one document) compute
     that prefix once; None: the plain padded forward (the recipe every earlier preset was built with)."""
     seed: int = 0
-    """Seed for tokenizer corpus, initialisation and batches."""
+    """Seed for batches (and, for the tiny model, the tokenizer corpus and initialisation)."""
+
+
+class TinyBaseConfig(SftConfig):
+    """Recipe of the embedded tiny base model: its tokenizer and shape, then SFT from random weights."""
+
+    vocab_size: int = 384
+    """BPE vocabulary size (256 byte symbols + merges + specials)."""
+    hidden_size: int = 128
+    """Model width."""
+    num_layers: int = 4
+    """Decoder layers."""
+    num_heads: int = 4
+    """Attention heads."""
+    num_kv_heads: int = 2
+    """Key/value heads (grouped-query attention)."""
+    intermediate_size: int = 384
+    """SwiGLU width."""
+    tokenizer_corpus: int = 6000
+    """Rendered train tasks used to fit the tokenizer."""
+
+
+class WarmStartConfig(SftConfig):
+    """SFT of a pretrained model on the run's domains before RL (`posttrain.train.warm_start`): full
+    fine-tuning on gold responses rendered with the model's chat template and the run's system prompt,
+    until the stopping rule holds; the result is cached like the tiny base. Defaults for a small
+    pretrained model (SmolLM2-135M): a small learning rate, short, stopping as soon as RL has signal."""
+
+    max_steps: int = 200
+    batch_size: int = 16
+    lr: float = 2e-5
+    warmup_steps: int = 10
+    eval_every: int = 25
+    eval_tasks_per_domain: int = 16
+    stop_pass_rate: float = Field(0.2, gt=0.0, lt=1.0)
+    min_steps: int = 0
+    min_domain_pass_rate: float = Field(0.05, ge=0.0, lt=1.0)
+    max_positions: int = Field(4096, ge=64)
 
 
 class EpisodeConfig(StrictModel):
@@ -202,6 +226,8 @@ class TrainConfig(StrictModel):
     """The base policy."""
     tiny_base: TinyBaseConfig = Field(default_factory=TinyBaseConfig)
     """Recipe of the embedded tiny base model (used when model.preset is 'tiny')."""
+    warm_start: WarmStartConfig | None = None
+    """SFT of the model on the domains' gold responses before RL (None: RL starts from the model as is)."""
     domains: DomainsConfig = Field(default_factory=DomainsConfig)
     """The domains to train on."""
     mixture: MixtureConfig = Field(default_factory=DefaultMixtureConfig)
