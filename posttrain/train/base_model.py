@@ -249,16 +249,37 @@ def _build(
     tokenizer = train_tokenizer(corpus, config.vocab_size)
     model = new_model(config, tokenizer)
     history = run_sft(config, model, tokenizer, draw, eval_fn, domain_ids, log, transcript)
+    meta = {"config": config.model_dump(), "domains": list(domain_ids), "history": history}
+    return save_model_dir(model, tokenizer, out_dir, "build.json", meta)
+
+
+def save_model_dir(model: Any, tokenizer: Any, out_dir: Path, marker: str, meta: dict[str, Any]) -> Path:
+    """Save model, tokenizer and `meta` (plus the weights' hash) as `out_dir/marker`, atomically: written
+    beside it, then renamed, so a directory holding `marker` is always complete."""
     tmp = out_dir.with_name(out_dir.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
-    meta = {"config": config.model_dump(), "domains": list(domain_ids), "history": history,
-            "weights_sha256": weights_sha256(model)}
-    (tmp / "build.json").write_text(json.dumps(meta, indent=2))
+    (tmp / marker).write_text(json.dumps({**meta, "weights_sha256": weights_sha256(model)}, indent=2))
     shutil.rmtree(out_dir, ignore_errors=True)
     tmp.rename(out_dir)
     return out_dir
+
+
+def cached_build(out_dir: Path, marker: str, what: str, build: Callable[[], Path],
+                 log: Callable[[str], None]) -> Path:  # fmt: skip
+    """`out_dir` when it holds `marker`, else `build()` under a file lock beside it: runs started together
+    (the seeds of `bench learning`) build it once, the others wait and reuse it."""
+    if (out_dir / marker).is_file():
+        log(f"using cached {what} {out_dir}")
+        return out_dir
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    with open(out_dir.with_name(out_dir.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (out_dir / marker).is_file():
+            log(f"using {what} {out_dir}, built by another run meanwhile")
+            return out_dir
+        return build()
 
 
 def task_drawer(pool: TaskPool) -> Draw:
@@ -280,18 +301,12 @@ def ensure_tiny_base(config: TinyBaseConfig, domains: Any, log: Callable[[str], 
     pool = TaskPool.from_config(domains)
     domain_ids = pool.registry.ids()
     out_dir = cache_root() / f"tiny-{cache_key(config, domain_ids, domains.seed, domains.eval_fraction)}"
-    if (out_dir / "build.json").is_file():
-        log(f"using cached tiny base model {out_dir}")
-        return out_dir
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    # Runs started together (seeds of `bench learning`) build the same base once: the others wait.
-    with open(out_dir.with_name(out_dir.name + ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (out_dir / "build.json").is_file():
-            log(f"using tiny base model {out_dir}, built by another run meanwhile")
-            return out_dir
+
+    def build() -> Path:
         log(f"building the tiny base model for {len(domain_ids)} domains -> {out_dir}")
         return build_tiny_base(config, pool, domain_ids, greedy_pass_rate(pool, domain_ids, config), out_dir, log)
+
+    return cached_build(out_dir, "build.json", "tiny base model", build, log)
 
 
 def greedy_pass_rate(pool: TaskPool, domain_ids: Sequence[str], config: SftConfig,

@@ -16,10 +16,8 @@ Not here: the tiny model's own build (`posttrain.train.base_model`).
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
-import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,10 +29,12 @@ from posttrain.rollout.prompting import PromptRenderer
 from posttrain.tasks.pool import TaskPool
 from posttrain.train.base_model import (
     BUILD_THREADS,
+    cached_build,
     ensure_tiny_base,
     gold_transcript,
     greedy_pass_rate,
     run_sft,
+    save_model_dir,
     task_drawer,
 )
 from posttrain.train.config import ModelConfig, TrainConfig, WarmStartConfig
@@ -72,15 +72,8 @@ def ensure_warm_start(model_config: ModelConfig, config: WarmStartConfig, domain
     domain_ids = pool.registry.ids()
     key = warm_start_key(weights_sha256(model), config, domain_ids, domains.seed, domains.eval_fraction, system_prompt)
     out_dir = cache_root() / f"warm-{key}"
-    if (out_dir / "warm_start.json").is_file():
-        log(f"using cached warm-started model {out_dir}")
-        return out_dir
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    with open(out_dir.with_name(out_dir.name + ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (out_dir / "warm_start.json").is_file():
-            log(f"using warm-started model {out_dir}, built by another run meanwhile")
-            return out_dir
+
+    def build() -> Path:
         log(f"warm start: SFT on {len(domain_ids)} domains -> {out_dir}")
         threads = torch.get_num_threads()
         torch.set_num_threads(BUILD_THREADS)
@@ -88,6 +81,8 @@ def ensure_warm_start(model_config: ModelConfig, config: WarmStartConfig, domain
             return _train(model, tokenizer, config, pool, domain_ids, system_prompt, out_dir, log)
         finally:
             torch.set_num_threads(threads)
+
+    return cached_build(out_dir, "warm_start.json", "warm-started model", build, log)
 
 
 def _train(model: Any, tokenizer: Any, config: WarmStartConfig, pool: TaskPool, domain_ids: list[str],
@@ -101,14 +96,6 @@ def _train(model: Any, tokenizer: Any, config: WarmStartConfig, pool: TaskPool, 
     history = run_sft(config, model, tokenizer, task_drawer(pool), evaluate, domain_ids, log,
                       gold_transcript(pool), renderer)  # fmt: skip
     model.eval()
-    tmp = out_dir.with_name(out_dir.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
     meta = {"config": config.model_dump(), "domains": domain_ids, "system_prompt": system_prompt,
-            "before": before, "history": history, "weights_sha256": weights_sha256(model),
-            "wall_s": round(time.perf_counter() - start, 1)}  # fmt: skip
-    (tmp / "warm_start.json").write_text(json.dumps(meta, indent=2))
-    shutil.rmtree(out_dir, ignore_errors=True)
-    tmp.rename(out_dir)
-    return out_dir
+            "before": before, "history": history, "wall_s": round(time.perf_counter() - start, 1)}  # fmt: skip
+    return save_model_dir(model, tokenizer, out_dir, "warm_start.json", meta)
