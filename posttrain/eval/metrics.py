@@ -182,16 +182,6 @@ def task_ratio_table(
     return {name: ratios for name, ratios in out.items() if ratios}
 
 
-def task_ratios(
-    verifier: str, cls: str, greedy: Sequence[Score], sampled: Sequence[Sequence[Score]], k: int
-) -> dict[str, list[Ratio]]:
-    """`task_ratio_table` of tasks given by position (greedy scores, and each task's sampled scores),
-    as plain lists of ratios."""
-    table = task_ratio_table(verifier, cls, [(str(i), s) for i, s in enumerate(greedy)],
-                             [(str(i), s) for i, s in enumerate(sampled)], k)  # fmt: skip
-    return {name: list(ratios.values()) for name, ratios in table.items()}
-
-
 def summarise(ratios: Mapping[str, Sequence[Ratio]]) -> dict[str, Metric]:
     """Each metric's value (ratio of sums), interval and task count."""
     out: dict[str, Metric] = {}

@@ -7,9 +7,24 @@ import math
 import pytest
 
 from posttrain.eval.agent_metrics import episode_metrics
-from posttrain.eval.metrics import BY_VERIFIER, CAD_DETAILS, aggregate, pass_at_k, summarise, task_ratios
+from posttrain.eval.metrics import (
+    BY_VERIFIER,
+    CAD_DETAILS,
+    Ratio,
+    aggregate,
+    pass_at_k,
+    summarise,
+    task_ratio_table,
+)
 from posttrain.eval.stats import bootstrap_ci, bootstrap_ratio_ci, mean_of_domains_ci
 from posttrain.types import Score
+
+
+def task_ratios(verifier: str, cls: str, greedy: list[Score], sampled: list[list[Score]], k: int) -> dict[str, list[Ratio]]:
+    """`task_ratio_table` over tasks given by position, as plain lists of ratios."""
+    table = task_ratio_table(verifier, cls, [(str(i), s) for i, s in enumerate(greedy)],
+                             [(str(i), s) for i, s in enumerate(sampled)], k)  # fmt: skip
+    return {name: list(ratios.values()) for name, ratios in table.items()}
 
 
 def test_pass_at_k_is_the_unbiased_estimator_by_hand() -> None:
