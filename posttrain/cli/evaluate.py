@@ -27,6 +27,10 @@ def add_matrix_arguments(p: argparse.ArgumentParser) -> None:
                    help="checkpoints to evaluate: a preset (tiny, smollm2-135m), an HF dir, a run dir, a "
                         "checkpoint dir or a train config (its base model)")  # fmt: skip
     p.add_argument("--select", nargs="+", metavar="GLOB", help="only the domains matching these globs")
+    p.add_argument("--attention", default="exact", metavar="KIND[:N]",
+                   help="native engine attention: exact, window:N (N most recent positions plus sinks) or "
+                        "quest:N (N KV blocks per decode query); the reward impact of a sparse mode is its "
+                        "matrix against exact on the same tasks")  # fmt: skip
     p.add_argument("--out", type=Path, help="output folder of matrix.json (and the cache)")
     p.add_argument("--samples-per-task", type=int, default=0, help="n sampled responses per task (0: greedy only)")
     p.add_argument("--pass-k", type=int, help="k of pass@k (default: n)")
@@ -63,13 +67,16 @@ def cmd_matrix(args: argparse.Namespace, config: Any, config_of: Callable[[str],
     domain_ids = pool.registry.select(args.select) if args.select else pool.registry.ids()
     matrix_config = MatrixConfig(
         tasks_per_domain=args.tasks_per_domain, samples_per_task=args.samples_per_task, pass_k=args.pass_k,
-        temperature=args.temperature, seed=args.seed, **budgets(args, config),
+        temperature=args.temperature, seed=args.seed, attention=parse_attention(args.attention),
+        **budgets(args, config),
     )  # fmt: skip
+    if matrix_config.attention.kind != "exact" and args.backend != "native":
+        raise UsageError("--attention needs --backend native")
     grader = pool.registry.grader(ExecutorConfig(num_workers=args.workers))
     start = time.perf_counter()
     try:
         with ResultCache(args.cache_dir or args.out / "cache") as cache:
-            result = evaluate_matrix(_policies(specs, config, config_of, args.backend), pool, domain_ids, grader.grade,
+            result = evaluate_matrix(_policies(specs, config, config_of, args.backend, matrix_config), pool, domain_ids, grader.grade,
                                      matrix_config, cache, _log_stderr)  # fmt: skip
     finally:
         grader.close()
@@ -104,7 +111,26 @@ def parse_checkpoints(items: list[str]) -> list[tuple[str, str]]:
     return [(label, spec) for label, spec in pairs]
 
 
-def _policies(specs: list[tuple[str, str]], config: Any, config_of: Callable[[str], Any], backend: str) -> Iterator[Any]:
+def parse_attention(text: str) -> Any:
+    """`exact`, `window:N` or `quest:N` as an `AttentionConfig` (N: window tokens or KV blocks)."""
+    from pydantic import ValidationError
+
+    from posttrain.rollout.config import AttentionConfig
+
+    kind, _, budget = text.partition(":")
+    fields = {"window": "window_tokens", "quest": "top_k_blocks"}
+    if kind == "exact" and not budget:
+        return AttentionConfig()
+    if kind not in fields or not budget.isdigit():
+        raise UsageError(f"--attention {text!r}: expected exact, window:N or quest:N")
+    try:
+        return AttentionConfig.model_validate({"kind": kind, fields[kind]: int(budget)})
+    except ValidationError as exc:
+        raise UsageError(f"--attention {text!r}: {exc.errors()[0]['msg']}") from exc
+
+
+def _policies(specs: list[tuple[str, str]], config: Any, config_of: Callable[[str], Any], backend: str,
+              matrix_config: Any) -> Iterator[Any]:  # fmt: skip
     """Each checkpoint loaded when the matrix reaches it (the previous one is released first)."""
     from pydantic import TypeAdapter
 
@@ -113,7 +139,10 @@ def _policies(specs: list[tuple[str, str]], config: Any, config_of: Callable[[st
     from posttrain.rollout.config import EngineConfig
     from posttrain.train.checkpoint_policy import load_policy
 
-    engine_config = TypeAdapter(EngineConfig).validate_python({"kind": backend})
+    engine: dict[str, Any] = {"kind": backend}
+    if backend == "native":
+        engine["attention"] = matrix_config.attention.model_dump()
+    engine_config = TypeAdapter(EngineConfig).validate_python(engine)
     for label, spec in specs:
         loaded = load_policy(spec, config, config_of, _log_stderr)
         yield Policy(label, loaded.weights_hash, build_engine(engine_config, loaded.model),

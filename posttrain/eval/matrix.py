@@ -31,6 +31,7 @@ from posttrain.eval.evaluate import ScoreFn
 from posttrain.eval.gate import GateConfig, GateResult, TaskScores, gate, suite_ids
 from posttrain.eval.metrics import Ratio, TaskRatios, aggregate, summarise, task_ratio_table
 from posttrain.eval.stats import paired_ratio_change
+from posttrain.rollout.config import AttentionConfig
 from posttrain.tasks.pool import TaskPool
 from posttrain.types import Task, TaxonomyPath
 
@@ -62,6 +63,9 @@ class MatrixConfig(StrictModel):
     """Bound on an agent episode's whole token sequence."""
     batch_size: int = Field(512, ge=1)
     """Responses per engine call."""
+    attention: AttentionConfig = AttentionConfig()
+    """The engine's attention (a sparse mode changes the responses, so it is part of their cache key;
+    exact keeps the key it always had)."""
 
     @model_validator(mode="after")
     def _k_within_n(self) -> MatrixConfig:
@@ -80,6 +84,8 @@ class MatrixConfig(StrictModel):
             key.update(temperature=self.temperature, top_p=self.top_p, top_k=self.top_k, seed=self.seed)
         if episodic:
             key["max_total_tokens"] = self.max_total_tokens
+        if self.attention.kind != "exact":
+            key["attention"] = self.attention.model_dump()
         return key
 
     def summary(self) -> dict[str, Any]:
@@ -87,7 +93,7 @@ class MatrixConfig(StrictModel):
         return {"greedy": True, "tasks_per_domain": self.tasks_per_domain, "n": self.samples_per_task,
                 "k": self.k, "temperature": self.temperature, "top_p": self.top_p, "top_k": self.top_k,
                 "seed": self.seed, "max_new_tokens": self.max_new_tokens,
-                "max_total_tokens": self.max_total_tokens}  # fmt: skip
+                "max_total_tokens": self.max_total_tokens, "attention": self.attention.model_dump()}  # fmt: skip
 
 
 @dataclass(frozen=True)

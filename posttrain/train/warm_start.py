@@ -28,7 +28,6 @@ import torch
 from posttrain.rollout.prompting import PromptRenderer
 from posttrain.tasks.pool import TaskPool
 from posttrain.train.base_model import (
-    BUILD_THREADS,
     cached_build,
     ensure_tiny_base,
     gold_transcript,
@@ -76,7 +75,7 @@ def ensure_warm_start(model_config: ModelConfig, config: WarmStartConfig, domain
     def build() -> Path:
         log(f"warm start: SFT on {len(domain_ids)} domains -> {out_dir}")
         threads = torch.get_num_threads()
-        torch.set_num_threads(BUILD_THREADS)
+        torch.set_num_threads(config.threads)
         try:
             return _train(model, tokenizer, config, pool, domain_ids, system_prompt, out_dir, log)
         finally:

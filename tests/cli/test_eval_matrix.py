@@ -10,7 +10,7 @@ import torch
 import yaml
 
 from posttrain.cli import main
-from posttrain.cli.evaluate import budgets, parse_checkpoints
+from posttrain.cli.evaluate import budgets, parse_attention, parse_checkpoints
 from posttrain.errors import UsageError
 
 DOMAINS = {"seed": 0, "eval_fraction": 0.25,
@@ -22,6 +22,17 @@ def test_checkpoint_labels() -> None:
     assert parse_checkpoints(["x=a=b"]) == [("x", "a=b")]
     with pytest.raises(UsageError, match="unique"):
         parse_checkpoints(["a=tiny", "a=smollm2-135m"])
+
+
+def test_attention_specs() -> None:
+    assert parse_attention("exact").kind == "exact"
+    window = parse_attention("window:512")
+    assert (window.kind, window.window_tokens) == ("window", 512)
+    quest = parse_attention("quest:8")
+    assert (quest.kind, quest.top_k_blocks) == ("quest", 8)
+    for bad in ("window", "quest:x", "exact:3", "dense:4", "window:0"):
+        with pytest.raises(UsageError, match="--attention"):
+            parse_attention(bad)
 
 
 def test_budgets_default_to_the_configs_own() -> None:

@@ -15,6 +15,7 @@ from posttrain.eval.collect import Policy, task_seed
 from posttrain.eval.matrix import MatrixConfig, evaluate_matrix
 from posttrain.rollout import PromptRenderer
 from posttrain.rollout.api import GenerationRequest, RequestOutput, SampleOutput
+from posttrain.rollout.config import AttentionConfig
 from posttrain.tasks.families.arithmetic import ArithmeticConfig
 from posttrain.tasks.pool import TaskPool
 from posttrain.tasks.registry import DomainEntry, DomainRegistry, PluginFamilyConfig
@@ -98,6 +99,18 @@ def test_a_second_run_and_an_added_checkpoint_compute_only_what_is_missing(
     assert all(cells[("ckpt", d)]["cached_samples"] == 0 for d in DOMAINS)
     base_cells = [c for c in second["cells"] if c["checkpoint"] == "base"]
     assert [_numbers(c) for c in base_cells] == [_numbers(c) for c in first["cells"]]  # the same numbers
+
+
+def test_a_sparse_attention_run_does_not_reuse_the_exact_responses(pool: TaskPool, renderer: PromptRenderer) -> None:
+    window = AttentionConfig(kind="window", window_tokens=64)
+    with ResultCache(None) as cache:
+        _run([_policy("base", renderer)], pool, cache)
+        exact_again, sparse = _policy("base", renderer), _policy("base", renderer)
+        _run([exact_again], pool, cache, attention=AttentionConfig())
+        doc = _run([sparse], pool, cache, attention=window)
+    assert _requests(exact_again) == 0  # exact keeps its key
+    assert _requests(sparse) > 0 and all(c["cached_samples"] == 0 for c in doc["cells"])
+    assert doc["sampling"]["attention"]["kind"] == "window"
 
 
 def test_more_samples_reuse_the_first_ones(pool: TaskPool, renderer: PromptRenderer) -> None:
