@@ -282,13 +282,15 @@ def cached_build(out_dir: Path, marker: str, what: str, build: Callable[[], Path
         return build()
 
 
-def task_drawer(pool: TaskPool) -> Draw:
+def task_drawer(pool: TaskPool, one_domain_per_batch: bool = False) -> Draw:
     """Train tasks drawn by a mixture: domains chosen by weight, tasks sharing a context (questions on one
-    document) in whole contexts after the others."""
+    document) in whole contexts after the others. With `one_domain_per_batch` one domain is chosen for
+    the whole batch (a shared-context domain then gives one document's questions, computed once)."""
 
     def draw(r: random.Random, n: int, mixture: dict[str, float]) -> list[Task]:
         names = list(mixture)
-        chosen = r.choices(names, weights=[mixture[d] for d in names], k=n)
+        chosen = r.choices(names, weights=[mixture[d] for d in names], k=1 if one_domain_per_batch else n)
+        chosen = chosen * n if one_domain_per_batch else chosen
         shared = {d: chosen.count(d) for d in names if pool.registry.get(d).spec.context_size is not None}
         tasks = [pool.sample(d, 1, "train", r)[0] for d in chosen if d not in shared]
         return tasks + [t for d, count in shared.items() if count for t in pool.sample(d, count, "train", r)]

@@ -128,6 +128,10 @@ class WarmStartConfig(SftConfig):
     min_steps: int = 0
     min_domain_pass_rate: float = Field(0.05, ge=0.0, lt=1.0)
     max_positions: int = Field(4096, ge=64)
+    one_domain_per_batch: bool = True
+    """Each step's batch from one domain, chosen by the mixture's weights: questions on one document then
+    share it, computed once per step (a 2K-token document costs SmolLM2-135M about as much as 40
+    answers). False draws each row's domain separately, as the tiny base does."""
     threads: int = Field(1, ge=1)
     """torch threads during the warm start. Part of the cache key: float sums run in another order with
     another count, so the same recipe on the same CPU always gives the same model."""

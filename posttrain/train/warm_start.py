@@ -92,8 +92,8 @@ def _train(model: Any, tokenizer: Any, config: WarmStartConfig, pool: TaskPool, 
     before = evaluate(model, tokenizer)
     log(f"warm start: greedy pass rate before SFT {sum(before.values()) / len(before):.3f}")
     renderer = PromptRenderer(tokenizer, system_prompt)
-    history = run_sft(config, model, tokenizer, task_drawer(pool), evaluate, domain_ids, log,
-                      gold_transcript(pool), renderer)  # fmt: skip
+    draw = task_drawer(pool, config.one_domain_per_batch)
+    history = run_sft(config, model, tokenizer, draw, evaluate, domain_ids, log, gold_transcript(pool), renderer)
     model.eval()
     meta = {"config": config.model_dump(), "domains": domain_ids, "system_prompt": system_prompt,
             "before": before, "history": history, "wall_s": round(time.perf_counter() - start, 1)}  # fmt: skip

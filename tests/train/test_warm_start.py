@@ -80,3 +80,19 @@ def test_a_run_with_warm_start_starts_from_the_warm_model(
     assert weights_sha256(model) == json.loads((path / "warm_start.json").read_text())["weights_sha256"]
     plain, _ = resolve_model(config.model_copy(update={"warm_start": None}), log=lambda _: None)
     assert weights_sha256(plain) != weights_sha256(model)
+
+
+def test_one_domain_per_batch_draws_every_row_from_one_domain() -> None:
+    import random
+
+    from posttrain.train.base_model import task_drawer
+
+    two = DomainsConfig(domains=[DomainEntry(family=ArithmeticConfig(ops=["add", "sub"], levels=["easy"]))])
+    pool = TaskPool.from_config(two)
+    mixture = {d: 1.0 for d in pool.registry.ids()}
+    rng = random.Random(0)
+    batches = [task_drawer(pool, one_domain_per_batch=True)(rng, 8, mixture) for _ in range(20)]
+    assert all(len(b) == 8 and len({t.domain_id for t in b}) == 1 for b in batches)
+    assert {b[0].domain_id for b in batches} == set(mixture)  # each domain gets batches
+    mixed = [task_drawer(pool)(rng, 8, mixture) for _ in range(20)]
+    assert any(len({t.domain_id for t in b}) == 2 for b in mixed)  # the tiny base's rows draw apart
