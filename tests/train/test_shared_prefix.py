@@ -8,6 +8,7 @@ import random
 import pytest
 import torch
 
+from posttrain.train import _prefix
 from posttrain.train._batching import pad_pairs
 from posttrain.train._prefix import common_prefix_len, micro_batches, sft_loss_backward, shared_prefix_forward
 from posttrain.train.models import TinyModelConfig, tiny_random
@@ -36,7 +37,11 @@ def test_common_prefix_len_stops_at_first_difference_padding_or_limit() -> None:
     assert common_prefix_len(same, torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]]), limit=4) == 3
 
 
-def test_shared_forward_matches_padded_logits_and_gradients() -> None:
+@pytest.mark.parametrize("cascade", [True, False])
+def test_shared_forward_matches_padded_logits_and_gradients(cascade: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both paths: the cascade (Qwen2 here) and the repeated prefix cache other models get."""
+    assert _prefix.cascades(tiny_random(TinyModelConfig(hidden_size=32, num_layers=2)))
+    monkeypatch.setattr(_prefix, "cascades", lambda _model: cascade)
     model = tiny_random(TinyModelConfig(hidden_size=32, num_layers=2)).double()
     prompts, responses = _rows()
     first = prompts[:5]  # one document: rows share exactly its 40 tokens
