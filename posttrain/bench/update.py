@@ -6,7 +6,9 @@ question (a GRPO group), the workload of knowledge domains. For each round, on f
 Qwen2 (the shape of the embedded tiny base model) in one thread, times `PolicyTrainer.logprobs` (the
 old-policy pass) and `PolicyTrainer.step` with `shared_prefix_min_tokens` off (the baseline: every row
 recomputes its document) and on, interleaved; figures are medians in seconds and the ratio
-baseline / shared. JSON in `DIR/update.json` (default `bench/results`).
+baseline / shared. A third variant, `repeated`, shares the prefix the way models outside the cascade's
+families do (the prefix cache copied to every row), so `cascade_speedup_step` is what the cascade
+attention adds. JSON in `DIR/update.json` (default `bench/results`).
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ import random
 import statistics
 import time
 from typing import Any
+from unittest.mock import patch
 
 import torch
 
 from posttrain.bench.report import emit_report
+from posttrain.train import _prefix
 from posttrain.train.models import TinyModelConfig, tiny_random
 from posttrain.train.policy import PolicyConfig, PolicyTrainer, TrainBatch
 
@@ -43,7 +47,11 @@ def workload(prompt_tokens: int, documents: int, questions: int, group: int) -> 
     return TrainBatch(prompt_ids=prompts, response_ids=responses, advantages=advantages, domain_ids=["doc"] * len(prompts))
 
 
-def _time_update(batch: TrainBatch, shared_min: int | None, micro_batch_size: int) -> dict[str, float]:
+def _time_update(batch: TrainBatch, shared_min: int | None, micro_batch_size: int,
+                 cascade: bool = True) -> dict[str, float]:  # fmt: skip
+    if not cascade:
+        with patch.object(_prefix, "cascades", lambda _model: False):
+            return _time_update(batch, shared_min, micro_batch_size)
     trainer = PolicyTrainer(tiny_random(MODEL), PolicyConfig(micro_batch_size=micro_batch_size,
                                                              shared_prefix_min_tokens=shared_min))  # fmt: skip
     start = time.perf_counter()
@@ -60,10 +68,11 @@ def measure(prompt_tokens: int, documents: int, questions: int, group: int, roun
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        runs: dict[str, list[dict[str, float]]] = {"padded": [], "shared": []}
+        runs: dict[str, list[dict[str, float]]] = {"padded": [], "shared": [], "repeated": []}
         for _ in range(rounds):
             runs["padded"].append(_time_update(batch, None, questions * group))
             runs["shared"].append(_time_update(batch, 256, questions * group))
+            runs["repeated"].append(_time_update(batch, 256, questions * group, cascade=False))
     finally:
         torch.set_num_threads(threads)
     medians = {name: {key: statistics.median(r[key] for r in rs) for key in rs[0]} for name, rs in runs.items()}
@@ -75,6 +84,8 @@ def measure(prompt_tokens: int, documents: int, questions: int, group: int, roun
         "p50_s": {name: {k: round(v, 3) for k, v in m.items()} for name, m in medians.items()},
         "speedup_logprobs": round(medians["padded"]["logprobs_s"] / medians["shared"]["logprobs_s"], 2),
         "speedup_step": round(medians["padded"]["step_s"] / medians["shared"]["step_s"], 2),
+        "cascade_speedup_logprobs": round(medians["repeated"]["logprobs_s"] / medians["shared"]["logprobs_s"], 2),
+        "cascade_speedup_step": round(medians["repeated"]["step_s"] / medians["shared"]["step_s"], 2),
     }
 
 
@@ -83,8 +94,10 @@ def _show(report: dict[str, Any]) -> None:
     print(f"policy update, {w['rows']} rows = {w['documents']} documents x {w['questions']} questions x "
           f"group {w['group']}, {w['prompt_tokens']}-token documents ({report['rounds']} rounds, medians)")  # fmt: skip
     for name, figures in report["p50_s"].items():
-        print(f"  {name:7s} logprobs {figures['logprobs_s']:7.2f} s   step {figures['step_s']:7.2f} s")
+        print(f"  {name:8s} logprobs {figures['logprobs_s']:7.2f} s   step {figures['step_s']:7.2f} s")
     print(f"  shared prefix: {report['speedup_logprobs']}x faster logprobs, {report['speedup_step']}x faster step")
+    print(f"  cascade vs repeated prefix cache: {report['cascade_speedup_logprobs']}x logprobs, "
+          f"{report['cascade_speedup_step']}x step")
 
 
 def main(argv: list[str]) -> int:

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import torch
+import torch.utils.checkpoint
 from torch import Tensor, nn
 
 
@@ -87,6 +88,18 @@ def cascade_attention(module: nn.Module, query: Tensor, key: Tensor, value: Tens
     if dropout:
         raise ValueError("the shared-prefix cascade does not apply attention dropout")
     prefix_key, prefix_value = prefix_kv[module.layer_idx]  # type: ignore[index]
+    inputs = (query, key, value, prefix_key, prefix_value)
+    if torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
+        # the weights over the prefix are [rows x heads x Q x C]: ~10 MB per layer for one row of 150
+        # tokens on a 2K-token document; recomputed in the backward pass instead of kept
+        out = torch.utils.checkpoint.checkpoint(_cascade, *inputs, scaling, use_reentrant=False)
+    else:
+        out = _cascade(*inputs, scaling)
+    return out, None
+
+
+def _cascade(query: Tensor, key: Tensor, value: Tensor, prefix_key: Tensor, prefix_value: Tensor,
+             scaling: float) -> Tensor:  # fmt: skip
     rows, heads, length, dim = query.shape
     kv_heads = key.shape[1]
     group = heads // kv_heads
@@ -109,7 +122,7 @@ def cascade_attention(module: nn.Module, query: Tensor, key: Tensor, value: Tens
     out = out + torch.matmul(own_weights.to(query.dtype), value).transpose(0, 1).reshape(kv_heads, -1, dim)
     out = out / total[..., None].to(query.dtype)
     # [Hkv, B, G, Q, D] -> [B, Q, Hkv * G, D]
-    return out.view(kv_heads, rows, group, length, dim).permute(1, 3, 0, 2, 4).reshape(rows, length, heads, dim), None
+    return out.view(kv_heads, rows, group, length, dim).permute(1, 3, 0, 2, 4).reshape(rows, length, heads, dim)
 
 
 @contextmanager
