@@ -8,7 +8,9 @@ old-policy pass) and `PolicyTrainer.step` with `shared_prefix_min_tokens` off (t
 recomputes its document) and on, interleaved; figures are medians in seconds and the ratio
 baseline / shared. A third variant, `repeated`, shares the prefix the way models outside the cascade's
 families do (the prefix cache copied to every row), so `cascade_speedup_step` is what the cascade
-attention adds. JSON in `DIR/update.json` (default `bench/results`).
+attention adds; a fourth, `ungrouped`, is the cascade without its group level (each row recomputes its
+question), so `group_speedup_step` is what computing a group's question once adds. JSON in
+`DIR/update.json` (default `bench/results`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import torch
 
 from posttrain.bench.report import emit_report
 from posttrain.train import _prefix
+from posttrain.train import policy as policy_module
 from posttrain.train.models import TinyModelConfig, tiny_random
 from posttrain.train.policy import PolicyConfig, PolicyTrainer, TrainBatch
 
@@ -48,9 +51,12 @@ def workload(prompt_tokens: int, documents: int, questions: int, group: int) -> 
 
 
 def _time_update(batch: TrainBatch, shared_min: int | None, micro_batch_size: int,
-                 cascade: bool = True) -> dict[str, float]:  # fmt: skip
+                 cascade: bool = True, grouped: bool = True) -> dict[str, float]:  # fmt: skip
     if not cascade:
         with patch.object(_prefix, "cascades", lambda _model: False):
+            return _time_update(batch, shared_min, micro_batch_size)
+    if not grouped:
+        with patch.object(policy_module, "group_starts", lambda *_args: None):
             return _time_update(batch, shared_min, micro_batch_size)
     trainer = PolicyTrainer(tiny_random(MODEL), PolicyConfig(micro_batch_size=micro_batch_size,
                                                              shared_prefix_min_tokens=shared_min))  # fmt: skip
@@ -68,11 +74,12 @@ def measure(prompt_tokens: int, documents: int, questions: int, group: int, roun
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        runs: dict[str, list[dict[str, float]]] = {"padded": [], "shared": [], "repeated": []}
+        runs: dict[str, list[dict[str, float]]] = {"padded": [], "shared": [], "repeated": [], "ungrouped": []}
         for _ in range(rounds):
             runs["padded"].append(_time_update(batch, None, questions * group))
             runs["shared"].append(_time_update(batch, 256, questions * group))
             runs["repeated"].append(_time_update(batch, 256, questions * group, cascade=False))
+            runs["ungrouped"].append(_time_update(batch, 256, questions * group, grouped=False))
     finally:
         torch.set_num_threads(threads)
     medians = {name: {key: statistics.median(r[key] for r in rs) for key in rs[0]} for name, rs in runs.items()}
@@ -86,6 +93,8 @@ def measure(prompt_tokens: int, documents: int, questions: int, group: int, roun
         "speedup_step": round(medians["padded"]["step_s"] / medians["shared"]["step_s"], 2),
         "cascade_speedup_logprobs": round(medians["repeated"]["logprobs_s"] / medians["shared"]["logprobs_s"], 2),
         "cascade_speedup_step": round(medians["repeated"]["step_s"] / medians["shared"]["step_s"], 2),
+        "group_speedup_logprobs": round(medians["ungrouped"]["logprobs_s"] / medians["shared"]["logprobs_s"], 2),
+        "group_speedup_step": round(medians["ungrouped"]["step_s"] / medians["shared"]["step_s"], 2),
     }
 
 
@@ -94,10 +103,12 @@ def _show(report: dict[str, Any]) -> None:
     print(f"policy update, {w['rows']} rows = {w['documents']} documents x {w['questions']} questions x "
           f"group {w['group']}, {w['prompt_tokens']}-token documents ({report['rounds']} rounds, medians)")  # fmt: skip
     for name, figures in report["p50_s"].items():
-        print(f"  {name:8s} logprobs {figures['logprobs_s']:7.2f} s   step {figures['step_s']:7.2f} s")
+        print(f"  {name:9s} logprobs {figures['logprobs_s']:7.2f} s   step {figures['step_s']:7.2f} s")
     print(f"  shared prefix: {report['speedup_logprobs']}x faster logprobs, {report['speedup_step']}x faster step")
     print(f"  cascade vs repeated prefix cache: {report['cascade_speedup_logprobs']}x logprobs, "
           f"{report['cascade_speedup_step']}x step")
+    print(f"  group level (each question once per group): {report['group_speedup_logprobs']}x logprobs, "
+          f"{report['group_speedup_step']}x step")
 
 
 def main(argv: list[str]) -> int:

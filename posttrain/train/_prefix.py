@@ -9,7 +9,10 @@ cascade: all rows' queries against the one prefix KV in a single product per KV 
 causal attention over its own tokens, in one softmax; nothing is copied per row. Other models get the
 prefix cache repeated across the batch (a differentiable copy; for a 2K-token document and 16 rows that
 copy and its gradient cost more than the rows). The logits equal those of the padded forward up to float
-rounding (tests/train/test_shared_prefix.py checks logits and gradients of both paths).
+rounding (tests/train/test_shared_prefix.py checks logits and gradients of both paths). When rows
+also repeat what follows the shared prefix (a question asked by the G samples of a group),
+`grouped_prefix_forward` adds a level: the document once, each group's question once against it, and
+each row from its prompt's last token, attending to all three in one softmax.
 `micro_batches` orders rows so that rows sharing a long prompt prefix land in the same micro-batch.
 
 Guarantees: only positions from `prefix_len` on get logits, so callers keep `prefix_len` at or before
@@ -20,6 +23,7 @@ sharing beyond the `min_tokens` threshold.
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -43,25 +47,85 @@ def shared_prefix_forward(
     computing the first `prefix_len` positions, identical in every row, once."""
     num_rows, length = input_ids.shape
     keep: dict[str, Any] = {"logits_to_keep": 1} if logits_to_keep is not None else {}
-    prefix = model(input_ids=input_ids[:1, :prefix_len], use_cache=True, **keep)
+    with _checkpointing_off(model):  # the prefix's KV cache is needed (one row: its activations are small)
+        prefix = model(input_ids=input_ids[:1, :prefix_len], use_cache=True, **keep)
     cache = prefix.get("cache", None) or prefix.past_key_values
     positions = torch.arange(prefix_len, length, device=input_ids.device).expand(num_rows, -1)  # [B, L - C]
     rest: dict[str, Any] = {"logits_to_keep": logits_to_keep} if logits_to_keep is not None else {}
     if cascades(model):  # right padding: a real query never sees a padded key, so no mask is needed
+        # the prefix KV goes in as an argument, not as a cache: the rows' layers may be checkpointed
         rest["prefix_kv"] = [(layer.keys, layer.values) for layer in cache.layers]  # [1, Hkv, C, D] each
-        with _attention_implementation(model, CASCADE):
-            output = model(input_ids=input_ids[:, prefix_len:], position_ids=positions, use_cache=False, **rest)
+        _install_cascade(model)
+        output = model(input_ids=input_ids[:, prefix_len:], position_ids=positions, use_cache=False, **rest)
     else:
         cache.batch_repeat_interleave(num_rows)  # [1, H, C, D] -> [B, H, C, D] per layer, autograd-tracked
         rest[_cache_argument(model)] = cache
-        output = model(input_ids=input_ids[:, prefix_len:], attention_mask=attention_mask, position_ids=positions,
-                       use_cache=True, **rest)  # fmt: skip
+        with _checkpointing_off(model):  # a checkpointed layer would drop the cache
+            output = model(input_ids=input_ids[:, prefix_len:], attention_mask=attention_mask,
+                           position_ids=positions, use_cache=True, **rest)  # fmt: skip
     logits: Tensor = output.logits  # [B, K or L - C, V]
     return logits
 
 
+def group_starts(input_ids: Tensor, prefix_len: int, starts: Sequence[int]) -> list[int] | None:
+    """`starts` (each row's first position whose logits are needed) when some rows repeat the same
+    tokens from `prefix_len` to their start (the samples of a GRPO group after their document), so that
+    `grouped_prefix_forward` computes each group's part once; None when no two rows share one."""
+    if max(starts) <= prefix_len:
+        return None
+    parts = {tuple(input_ids[row, prefix_len:start].tolist()) for row, start in enumerate(starts)}
+    return list(starts) if len(parts) < len(starts) else None
+
+
+def grouped_prefix_forward(model: nn.Module, input_ids: Tensor, attention_mask: Tensor, prefix_len: int,
+                           starts: Sequence[int], first_kept: int) -> Tensor:  # fmt: skip
+    """Logits `[B, L - first_kept, V]` of a right-padded batch `[B, L]` whose rows share their first
+    `prefix_len` tokens (a document), and whose tokens from there to `starts[row]` repeat across the rows
+    of a group (a question asked G times): the document runs once, each group's part once against it,
+    and each row only from its start, attending to all three through the cascade. Columns before a
+    row's start hold no logits of that row (they repeat its first). Cascade models only (`cascades`)."""
+    num_rows = input_ids.shape[0]
+    device = input_ids.device
+    with _checkpointing_off(model):  # the prefix's KV cache is needed
+        prefix = model(input_ids=input_ids[:1, :prefix_len], use_cache=True, logits_to_keep=1)
+    cache = prefix.get("cache", None) or prefix.past_key_values
+    prefix_kv = [(layer.keys, layer.values) for layer in cache.layers]  # [1, Hkv, C, D] each
+    _install_cascade(model)
+    # each group's part: one row per group, right-padded, against the prefix; its keys/values collected
+    groups: dict[tuple[int, ...], int] = {}
+    group_of = [groups.setdefault(tuple(input_ids[row, prefix_len:start].tolist()), len(groups))
+                for row, start in enumerate(starts)]  # fmt: skip
+    widths = [len(part) for part in groups]
+    width = max(widths)
+    part_ids = torch.zeros(len(groups), width, dtype=input_ids.dtype, device=device)
+    for index, part in enumerate(groups):
+        part_ids[index, : len(part)] = torch.tensor(part, dtype=input_ids.dtype)
+    positions = torch.arange(prefix_len, prefix_len + width, device=device).expand(len(groups), -1)
+    collected: dict[int, tuple[Tensor, Tensor]] = {}
+    model(input_ids=part_ids, position_ids=positions, use_cache=False, logits_to_keep=1, prefix_kv=prefix_kv,
+          collect_kv=collected)  # fmt: skip
+    row_group = torch.tensor(group_of, device=device)
+    group_kv = [(collected[layer][0].index_select(0, row_group), collected[layer][1].index_select(0, row_group))
+                for layer in range(len(prefix_kv))]  # [B, Hkv, M, D] each  # fmt: skip
+    group_valid = torch.arange(width, device=device) < torch.tensor([widths[g] for g in group_of], device=device)[:, None]
+    # each row from its start
+    lengths = attention_mask.sum(1).tolist()
+    own = max(int(lengths[row]) - start for row, start in enumerate(starts))
+    row_ids = torch.zeros(num_rows, own, dtype=input_ids.dtype, device=device)
+    for row, start in enumerate(starts):
+        row_ids[row, : int(lengths[row]) - start] = input_ids[row, start : int(lengths[row])]
+    begin = torch.tensor(list(starts), device=device)[:, None]  # [B, 1]
+    output = model(input_ids=row_ids, position_ids=begin + torch.arange(own, device=device), use_cache=False,
+                   prefix_kv=prefix_kv, group_kv=group_kv, group_valid=group_valid)  # fmt: skip
+    logits: Tensor = output.logits  # [B, own, V]
+    # into the kept layout: column k is position first_kept + k
+    column = (first_kept + torch.arange(input_ids.shape[1] - first_kept, device=device))[None] - begin
+    column = column.clamp(0, own - 1)  # [B, K]
+    return logits.gather(1, column[..., None].expand(-1, -1, logits.shape[-1]))
+
+
 CASCADE = "posttrain_shared_prefix"
-"""The attention implementation name the cascade is registered under with `transformers`."""
+"""Prefix of the names the cascade is registered under with `transformers` (`<CASCADE>:<inner attention>`)."""
 CASCADE_MODEL_TYPES = frozenset({"llama", "qwen2", "qwen3"})
 """Model types whose attention is plain scaled dot-product over rotated keys (no sliding window, soft
 capping or sinks), so the cascade computes exactly what their own attention does."""
@@ -75,30 +139,35 @@ def cascades(model: nn.Module) -> bool:
 
 
 def cascade_attention(module: nn.Module, query: Tensor, key: Tensor, value: Tensor, attention_mask: Tensor | None,
-                      scaling: float, dropout: float = 0.0, prefix_kv: Any = None,
+                      scaling: float, dropout: float = 0.0, prefix_kv: Any = None, group_kv: Any = None,
+                      group_valid: Tensor | None = None, collect_kv: dict[int, tuple[Tensor, Tensor]] | None = None,
                       **kwargs: Any) -> tuple[Tensor, None]:  # fmt: skip
-    """Rows' attention over a prefix shared by all of them plus their own causal keys. `query`
-    `[B, H, Q, D]`, `key`/`value` `[B, Hkv, Q, D]` (the rows' own, rotated), `prefix_kv[layer]` the
-    prefix's `[1, Hkv, C, D]`; returns `[B, Q, H, D]` as `transformers` attention functions do."""
-    if prefix_kv is None:  # a forward without a shared prefix: the model's usual attention
-        from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
-        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,  # type: ignore[no-any-return]
-                                      scaling=scaling, **kwargs)  # fmt: skip
+    """Rows' attention over a prefix shared by all of them, then (optionally) a middle part shared by
+    their group, then their own causal keys. `query` `[B, H, Q, D]`, `key`/`value` `[B, Hkv, Q, D]` (the
+    rows' own, rotated), `prefix_kv[layer]` the prefix's `[1, Hkv, C, D]`, `group_kv[layer]` each row's
+    group part `[B, Hkv, M, D]` with `group_valid` `[B, M]` marking its real keys; `collect_kv` receives
+    this layer's own keys and values. Returns `[B, Q, H, D]` as `transformers` attention functions do."""
+    if collect_kv is not None:
+        collect_kv[module.layer_idx] = (key, value)  # type: ignore[index]
+    if prefix_kv is None:  # a forward without a shared prefix: the attention the model had before
+        inner = _inner_attention(module)
+        return inner(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)  # type: ignore[no-any-return]
     if dropout:
         raise ValueError("the shared-prefix cascade does not apply attention dropout")
     prefix_key, prefix_value = prefix_kv[module.layer_idx]  # type: ignore[index]
-    inputs = (query, key, value, prefix_key, prefix_value)
-    if torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
+    group_key, group_value = group_kv[module.layer_idx] if group_kv is not None else (None, None)  # type: ignore[index]
+    inputs = (query, key, value, prefix_key, prefix_value, group_key, group_value)
+    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in inputs):
         # the weights over the prefix are [rows x heads x Q x C]: ~10 MB per layer for one row of 150
         # tokens on a 2K-token document; recomputed in the backward pass instead of kept
-        out = torch.utils.checkpoint.checkpoint(_cascade, *inputs, scaling, use_reentrant=False)
+        out = torch.utils.checkpoint.checkpoint(_cascade, *inputs, group_valid, scaling, use_reentrant=False)
     else:
-        out = _cascade(*inputs, scaling)
+        out = _cascade(*inputs, group_valid, scaling)
     return out, None
 
 
 def _cascade(query: Tensor, key: Tensor, value: Tensor, prefix_key: Tensor, prefix_value: Tensor,
+             group_key: Tensor | None, group_value: Tensor | None, group_valid: Tensor | None,
              scaling: float) -> Tensor:  # fmt: skip
     rows, heads, length, dim = query.shape
     kv_heads = key.shape[1]
@@ -110,35 +179,74 @@ def _cascade(query: Tensor, key: Tensor, value: Tensor, prefix_key: Tensor, pref
     on_own = torch.matmul(own, key.transpose(2, 3)) * scaling  # [B, Hkv, G*Q, Q]
     future = torch.ones(length, length, dtype=torch.bool, device=query.device).triu(1).repeat(group, 1)
     on_own = on_own.masked_fill(future, float("-inf"))
-    # one softmax over both parts, shifted by the row maximum (a constant: its gradient cancels)
-    own_max = on_own.amax(-1).transpose(0, 1).reshape(kv_heads, -1)  # [Hkv, N]
-    shift = torch.maximum(on_prefix.amax(-1), own_max).detach()
+    row_max = on_own.amax(-1)  # [B, Hkv, G*Q]
+    on_group = None
+    if group_key is not None and group_value is not None and group_valid is not None:
+        on_group = torch.matmul(own, group_key.transpose(2, 3)) * scaling  # [B, Hkv, G*Q, M]
+        on_group = on_group.masked_fill(~group_valid[:, None, None, :], float("-inf"))
+        row_max = torch.maximum(row_max, on_group.amax(-1))
+    # one softmax over all parts, shifted by the row maximum (a constant: its gradient cancels)
+    shift = torch.maximum(on_prefix.amax(-1), row_max.transpose(0, 1).reshape(kv_heads, -1)).detach()  # [Hkv, N]
     wide = torch.float32 if query.dtype in (torch.float16, torch.bfloat16) else query.dtype
     prefix_weights = torch.exp((on_prefix - shift[..., None]).to(wide))  # [Hkv, N, C]
-    own_shift = shift.view(kv_heads, rows, group * length).transpose(0, 1)[..., None]  # [B, Hkv, G*Q, 1]
-    own_weights = torch.exp((on_own - own_shift).to(wide))  # [B, Hkv, G*Q, Q]
-    total = prefix_weights.sum(-1) + own_weights.sum(-1).transpose(0, 1).reshape(kv_heads, -1)  # [Hkv, N]
+    row_shift = shift.view(kv_heads, rows, group * length).transpose(0, 1)[..., None]  # [B, Hkv, G*Q, 1]
+    own_weights = torch.exp((on_own - row_shift).to(wide))  # [B, Hkv, G*Q, Q]
+    row_total = own_weights.sum(-1)
+    row_out = torch.matmul(own_weights.to(query.dtype), value)  # [B, Hkv, G*Q, D]
+    if on_group is not None and group_value is not None:
+        group_weights = torch.exp((on_group - row_shift).to(wide))  # [B, Hkv, G*Q, M]
+        row_total = row_total + group_weights.sum(-1)
+        row_out = row_out + torch.matmul(group_weights.to(query.dtype), group_value)
+    total = prefix_weights.sum(-1) + row_total.transpose(0, 1).reshape(kv_heads, -1)  # [Hkv, N]
     out = torch.matmul(prefix_weights.to(query.dtype), prefix_value[0])  # [Hkv, N, D]
-    out = out + torch.matmul(own_weights.to(query.dtype), value).transpose(0, 1).reshape(kv_heads, -1, dim)
+    out = out + row_out.transpose(0, 1).reshape(kv_heads, -1, dim)
     out = out / total[..., None].to(query.dtype)
     # [Hkv, B, G, Q, D] -> [B, Q, Hkv * G, D]
     return out.view(kv_heads, rows, group, length, dim).permute(1, 3, 0, 2, 4).reshape(rows, length, heads, dim)
 
 
-@contextmanager
-def _attention_implementation(model: nn.Module, name: str) -> Iterator[None]:
-    """`model` (and every module sharing its config) attends with `name` inside the block."""
+def _install_cascade(model: nn.Module) -> None:
+    """`model` (and every module sharing its config) attends with the cascade from now on. Without
+    `prefix_kv` the cascade is the attention the model had (registered as `<CASCADE>:<its name>`, with
+    that attention's mask function), so every other forward computes what it did before; it stays
+    installed so that a checkpointed layer recomputed in the backward pass, after `shared_prefix_forward`
+    has returned, runs the same attention. `transformers` does not save the name with the config."""
     from transformers import AttentionInterface
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
 
+    config: Any = model.config
+    inner = config._attn_implementation or "eager"
+    if inner.startswith(CASCADE):
+        return
+    name = f"{CASCADE}:{inner}"
     if name not in AttentionInterface._global_mapping:
         AttentionInterface.register(name, cascade_attention)
-    config: Any = model.config
-    previous = config._attn_implementation
+        ALL_MASK_ATTENTION_FUNCTIONS.register(name, ALL_MASK_ATTENTION_FUNCTIONS[inner])
     config._attn_implementation = name
+
+
+def _inner_attention(module: nn.Module) -> Any:
+    """The attention function `module` used before the cascade was installed."""
+    from transformers import AttentionInterface
+
+    inner = module.config._attn_implementation.removeprefix(f"{CASCADE}:")  # type: ignore[union-attr, operator]
+    if inner == "eager":  # each model's own eager function, not in the registry
+        return sys.modules[type(module).__module__].eager_attention_forward  # type: ignore[attr-defined]
+    return AttentionInterface._global_mapping[inner]
+
+
+@contextmanager
+def _checkpointing_off(model: nn.Module) -> Iterator[None]:
+    """Gradient checkpointing (`gradient_checkpointing_enable`) off inside the block: a checkpointed
+    `transformers` layer runs without its KV cache."""
+    layers: list[Any] = [module for module in model.modules() if getattr(module, "gradient_checkpointing", False) is True]
+    for layer in layers:
+        layer.gradient_checkpointing = False
     try:
         yield
     finally:
-        config._attn_implementation = previous
+        for layer in layers:
+            layer.gradient_checkpointing = True
 
 
 def _cache_argument(model: nn.Module) -> str:

@@ -37,7 +37,14 @@ from torch import Tensor, nn
 from posttrain.algo import Normalizer, entropy_from_logits, policy_loss, token_logprobs
 from posttrain.train._batching import PaddedPairs, chunks, pad_floats, pad_pairs, unpad
 from posttrain.train._policy_config import LoraConfig, PolicyConfig, lr_multiplier
-from posttrain.train._prefix import common_prefix_len, micro_batches, shared_prefix_forward
+from posttrain.train._prefix import (
+    cascades,
+    common_prefix_len,
+    group_starts,
+    grouped_prefix_forward,
+    micro_batches,
+    shared_prefix_forward,
+)
 from posttrain.train._rng import capture_rng, restore_rng
 from posttrain.train.data_parallel import DataParallel
 from posttrain.types import Trajectory
@@ -258,6 +265,10 @@ class PolicyTrainer:
             shared = common_prefix_len(input_ids, attention_mask, limit=pairs.first_kept)
         with self._autocast():
             if min_tokens is not None and shared >= min_tokens:
+                starts = (group_starts(input_ids, shared, (pairs.first_kept + pairs.response_index[:, 0]).tolist())
+                          if keep is not None and cascades(model) else None)  # fmt: skip
+                if starts is not None:  # a group's question after the document: once per group too
+                    return grouped_prefix_forward(model, input_ids, attention_mask, shared, starts, pairs.first_kept)
                 logits = shared_prefix_forward(model, input_ids, attention_mask, shared, keep)
                 return logits if keep is not None else logits[:, pairs.first_kept - shared :]
             kwargs: dict[str, Any] = {"logits_to_keep": keep} if keep is not None else {}

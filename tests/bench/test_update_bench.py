@@ -19,6 +19,6 @@ def test_update_bench_writes_medians_and_speedups(tmp_path: Path) -> None:
     argv = ["--out", str(tmp_path), "--prompt-tokens", "300", "--questions", "2", "--rounds", "1"]
     assert main(argv) == 0
     report = json.loads((tmp_path / "update.json").read_text())
-    assert set(report["p50_s"]) == {"padded", "shared", "repeated"}
-    assert report["cascade_speedup_step"] > 0
+    assert set(report["p50_s"]) == {"padded", "shared", "repeated", "ungrouped"}
+    assert report["cascade_speedup_step"] > 0 and report["group_speedup_step"] > 0
     assert report["workload"]["rows"] == 8 and report["speedup_step"] > 0
