@@ -46,10 +46,7 @@ def shared_prefix_forward(
     """Logits `[B, K, V]` of the last K positions (K = `logits_to_keep`, else all from `prefix_len` on),
     computing the first `prefix_len` positions, identical in every row, once."""
     num_rows, length = input_ids.shape
-    keep: dict[str, Any] = {"logits_to_keep": 1} if logits_to_keep is not None else {}
-    with _checkpointing_off(model):  # the prefix's KV cache is needed (one row: its activations are small)
-        prefix = model(input_ids=input_ids[:1, :prefix_len], use_cache=True, **keep)
-    cache = prefix.get("cache", None) or prefix.past_key_values
+    cache = _prefix_cache(model, input_ids, prefix_len, keep_logits=logits_to_keep is not None)
     positions = torch.arange(prefix_len, length, device=input_ids.device).expand(num_rows, -1)  # [B, L - C]
     rest: dict[str, Any] = {"logits_to_keep": logits_to_keep} if logits_to_keep is not None else {}
     if cascades(model):  # right padding: a real query never sees a padded key, so no mask is needed
@@ -65,6 +62,15 @@ def shared_prefix_forward(
                            position_ids=positions, use_cache=True, **rest)  # fmt: skip
     logits: Tensor = output.logits  # [B, K or L - C, V]
     return logits
+
+
+def _prefix_cache(model: nn.Module, input_ids: Tensor, prefix_len: int, keep_logits: bool) -> Any:
+    """The KV cache of the first row's first `prefix_len` tokens, differentiable; `keep_logits`: the
+    model takes `logits_to_keep` (only one position's logits are computed)."""
+    keep: dict[str, Any] = {"logits_to_keep": 1} if keep_logits else {}
+    with _checkpointing_off(model):  # the prefix's KV cache is needed (one row: its activations are small)
+        prefix = model(input_ids=input_ids[:1, :prefix_len], use_cache=True, **keep)
+    return prefix.get("cache", None) or prefix.past_key_values
 
 
 def group_starts(input_ids: Tensor, prefix_len: int, starts: Sequence[int]) -> list[int] | None:
@@ -86,9 +92,7 @@ def grouped_prefix_forward(model: nn.Module, input_ids: Tensor, attention_mask: 
     row's start hold no logits of that row (they repeat its first). Cascade models only (`cascades`)."""
     num_rows = input_ids.shape[0]
     device = input_ids.device
-    with _checkpointing_off(model):  # the prefix's KV cache is needed
-        prefix = model(input_ids=input_ids[:1, :prefix_len], use_cache=True, logits_to_keep=1)
-    cache = prefix.get("cache", None) or prefix.past_key_values
+    cache = _prefix_cache(model, input_ids, prefix_len, keep_logits=True)
     prefix_kv = [(layer.keys, layer.values) for layer in cache.layers]  # [1, Hkv, C, D] each
     _install_cascade(model)
     # each group's part: one row per group, right-padded, against the prefix; its keys/values collected
