@@ -13,8 +13,10 @@ Also implements the `KVMover` the radix cache uses to copy, offload and reload K
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from posttrain.rollout.engine.attention import (
@@ -70,8 +72,8 @@ class ModelRunner:
         self.block_size = block_size
         self.attention = attention
         shape = (weights.num_layers, num_blocks * block_size, weights.num_kv_heads, weights.head_dim)
-        self.k = torch.zeros(shape, dtype=weights.dtype, device=weights.device)
-        self.v = torch.zeros(shape, dtype=weights.dtype, device=weights.device)
+        self.k = pool_zeros(shape, weights.dtype, weights.device)
+        self.v = pool_zeros(shape, weights.dtype, weights.device)
         self.stages = StageCache(self.k, self.v, block_size)
         self.quest = attention.kind == "quest"
         self.refresh_all_bounds = False
@@ -341,6 +343,18 @@ class ModelRunner:
 def _stage_group(rows: list[int], stage: DecodeStage, device: torch.device) -> _Group:
     span = slice(rows[0], rows[-1] + 1) if rows == list(range(rows[0], rows[0] + len(rows))) else None
     return _Group(torch.tensor(rows, device=device), stage=stage, span=span)
+
+
+def pool_zeros(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """A zero tensor for the KV pool. On CPU its memory comes from `calloc` (through numpy), which
+    for a buffer this large maps fresh pages that the kernel zeroes on first touch, so a pool sized
+    for the largest workload (`kv_cache_tokens`, 3 GB for SmolLM2 at the default) costs only the
+    blocks a run writes; `torch.zeros` writes every byte up front (about a second per engine on
+    the 2-core VM). Elsewhere `torch.zeros`."""
+    if device.type != "cpu":
+        return torch.zeros(shape, dtype=dtype, device=device)
+    nbytes = math.prod(shape) * torch.empty(0, dtype=dtype).element_size()
+    return torch.from_numpy(np.zeros(nbytes, dtype=np.uint8)).view(dtype).view(shape)
 
 
 def _rope_lengths(chunks: list[Chunk]) -> list[int]:
