@@ -117,3 +117,41 @@ def test_rows_of_many_requests_sample_as_each_would_alone() -> None:
              for i, p in enumerate(params)]
     assert together[0] == [a[0][0] for a in alone]
     assert together[1] == pytest.approx([a[1][0] for a in alone], abs=1e-6)
+
+
+def _whole_vocab_inverse_cdf(weights: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """The one-level search the sampler's two levels stand for: one float64 running sum per row."""
+    cdf = weights.double().cumsum(-1)
+    return torch.searchsorted(cdf, (u * cdf[:, -1])[:, None], right=True)[:, 0]
+
+
+@pytest.mark.parametrize("vocab", [50, 256, 257, 1000, 49152])
+def test_two_level_inverse_cdf_picks_the_whole_vocab_search_token(vocab: int) -> None:
+    from posttrain.rollout.engine.sampler import _inverse_cdf
+
+    gen = torch.Generator().manual_seed(vocab)
+    for scale, masked in ((1.0, False), (4.0, False), (2.0, True)):
+        logits = torch.randn(64, vocab, generator=gen) * scale
+        if masked:  # top-5: every other weight exactly 0
+            logits = logits.masked_fill(logits < torch.topk(logits, 5, -1).values[:, -1:], float("-inf"))
+        weights = (logits - logits.amax(-1, keepdim=True)).exp()
+        u = torch.rand(64, generator=gen, dtype=torch.float64)
+        picked, total = _inverse_cdf(weights, u)
+        assert picked.tolist() == _whole_vocab_inverse_cdf(weights, u).tolist()
+        assert torch.allclose(total, weights.double().sum(-1), rtol=1e-12)
+
+
+def test_two_level_inverse_cdf_never_picks_a_zero_weight_at_the_edges() -> None:
+    """Draws at 0 and just below 1, with zero-weight blocks before, between and after the kept tokens
+    (rounding can put the target on a level's last sum): the pick is always a token of positive weight."""
+    from posttrain.rollout.engine.sampler import CDF_BLOCK, _inverse_cdf
+
+    vocab = 5 * CDF_BLOCK + 7
+    weights = torch.zeros(4, vocab)
+    kept = [CDF_BLOCK + 3, 2 * CDF_BLOCK + 100, 3 * CDF_BLOCK - 1]
+    weights[:, kept] = torch.tensor([1e-30, 0.7, 0.3])
+    u = torch.tensor([0.0, 1.0 - 2**-53, 0.5, 1.0 - 1e-12], dtype=torch.float64)
+    picked, _ = _inverse_cdf(weights, u)
+    assert all(t in kept for t in picked.tolist())
+    assert picked.tolist()[1] == kept[-1]
+    assert picked.tolist()[0] == kept[0]
