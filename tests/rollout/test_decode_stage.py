@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import torch
 
 from posttrain.rollout import GenerationRequest, NativeEngine, NativeEngineConfig, SamplingParams
@@ -218,13 +219,14 @@ def test_requests_arriving_while_others_decode_match_a_no_cache_forward(qwen2: A
 
 
 def test_prefix_attention_kernel_equals_softmax_attention() -> None:
-    """The CPU flash form of the shared-prefix attention = softmax(q k^T) v, with the same log-sum-exp."""
+    """The CPU flash form of the shared-prefix attention = softmax(q k^T) v, with the same log-sum-exp,
+    for several prefixes at once (query block i attends prefix i)."""
     from posttrain.rollout.engine.decode_stage import _prefix_attention
 
     gen = torch.Generator().manual_seed(0)
-    q, k, v = (torch.randn(2, n, 16, generator=gen) for n in (24, 300, 300))  # [Hkv, M or P, D]
+    q, k, v = (torch.randn(3, 2, n, 16, generator=gen) for n in (24, 300, 300))  # [N, Hkv, M or P, D]
     out, lse = _prefix_attention(q, k, v)
-    scores = q @ k.transpose(-1, -2)  # [Hkv, M, P]
+    scores = q @ k.transpose(-1, -2)  # [N, Hkv, M, P]
     assert (out - torch.softmax(scores, -1) @ v).abs().max().item() < 1e-5
     assert (lse - torch.logsumexp(scores, -1, keepdim=True)).abs().max().item() < 1e-5
 
@@ -279,6 +281,42 @@ def test_members_of_several_prefixes_and_of_none_share_one_stage_exactly() -> No
     assert counters["decode_stage_builds"] == 1 and counters["decode_prefix_builds"] == 2
     assert counters["decode_stage_cuts"] == 3
     assert max(errors) < 1e-5
+
+
+@pytest.mark.parametrize("stack", [True, False])
+def test_prefixes_of_one_length_are_attended_in_one_call_exactly(stack: bool, monkeypatch: Any) -> None:
+    """Three prefixes of two blocks each with 3, 1 and 2 members (padded to 3 query rows per prefix),
+    plus two members without one, in shuffled order: one stacked bank and one kernel call for the
+    three, reused while they last, with each member's attention equal to the full softmax; with
+    stacking off (prefixes over `BANK_BYTES`) one call per prefix gives the same."""
+    import posttrain.rollout.engine.decode_stage as decode_stage
+
+    if not stack:
+        monkeypatch.setattr(decode_stage, "BANK_BYTES", 0)
+    gen = torch.Generator().manual_seed(8)
+    pool = (torch.randn(L, SLOTS, HKV, D, generator=gen), torch.randn(L, SLOTS, HKV, D, generator=gen))
+    prefixes = [[0, 1], [2, 3], [4, 5]]
+    kinds = [0, 2, 0, None, 1, 2, 0, None]
+    seqs, shared, starts = [], [], []
+    for i, kind in enumerate(kinds):
+        own = [10 + 6 * i + j for j in range(6)]
+        table = (prefixes[kind] if kind is not None else [70 + 2 * i, 71 + 2 * i]) + own
+        shared.append(prefixes[kind] if kind is not None else [])
+        seqs.append(_budget_seq(i, table, 9))
+        starts.append(9 + i % 3)
+    cache = StageCache(pool[0], pool[1], BS)
+    errors, banks = [], []
+    for step in range(4):
+        order = [3, 0, 6, 1, 7, 4, 2, 5] if step % 2 else list(range(len(seqs)))
+        errors.append(_assign_step(cache, pool, [seqs[i] for i in order], [starts[i] for i in order],
+                                   [shared[i] for i in order]))
+        (stage,) = {id(s): s for s in cache._stages.values()}.values()
+        assert len(stage._plan) == (1 if stack else 3)
+        banks.append(stage._plan[0].bank)
+        starts = [p + 1 for p in starts]
+    assert max(errors) < 1e-5
+    if stack:
+        assert banks[0].k.shape[1] == 3 and all(b is banks[0] for b in banks)
 
 
 def test_members_needing_much_more_room_get_their_own_stage() -> None:
