@@ -50,3 +50,17 @@ def test_modules_other_than_plain_linear_run_their_own_forward(rows: int) -> Non
     layer = _Adapted(8, 8)
     x = torch.randn(rows, 8)
     assert torch.equal(project(layer, x), layer(x))
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 300.0])
+def test_fused_rms_norm_equals_the_transformers_formula_bit_for_bit(scale: float) -> None:
+    """The float32 fast path of `rms_norm` (torch's fused kernel) gives exactly the values of the
+    formula `transformers` uses, at small, unit and large activations."""
+    from posttrain.rollout.engine.model import rms_norm
+
+    gen = torch.Generator().manual_seed(int(scale * 1000))
+    for rows, width in ((1, 576), (32, 576), (7, 896), (800, 64)):
+        x = torch.randn(rows, width, generator=gen) * scale
+        weight = torch.randn(width, generator=gen)
+        x32 = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5)
+        assert torch.equal(rms_norm(x, weight, 1e-5), weight * x32)

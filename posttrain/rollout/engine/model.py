@@ -27,7 +27,10 @@ SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "qwen3")
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    """RMSNorm exactly as `transformers` computes it (float32 statistics)."""
+    """RMSNorm exactly as `transformers` computes it (float32 statistics). In float32 that is torch's
+    fused `F.rms_norm`, one kernel instead of five (the same values bit for bit, tested)."""
+    if x.dtype == torch.float32 and weight.dtype == torch.float32:
+        return F.rms_norm(x, (x.shape[-1],), weight, eps)
     dtype = x.dtype
     x32 = x.to(torch.float32)
     x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps)
