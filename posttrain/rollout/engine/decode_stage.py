@@ -7,14 +7,16 @@ of the step. A `DecodeStage` keeps its members' own KV in contiguous tensors `[L
 one row per member, and appends each step's new position next to the pool write, so a step reads
 every cached key once. Members that map the same leading blocks (a GRPO group, agent episodes under
 one system prompt, questions about one document) keep those blocks once, as a staged prefix
-(`[L, Hkv, P, D]`), and attend them in one call per prefix (on CPU the flash kernel, which never
-materialises the `[rows, P]` scores and returns their log-sum-exps; elsewhere a matmul pair); each
-row's own part and its prefix are merged by their log-sum-exps (cascade attention), which equals
-attention over the concatenation.
+(`[L, Hkv, P, D]`), and attend them apart (on CPU the flash kernel, which never materialises the
+`[rows, P]` scores and returns their log-sum-exps; elsewhere a matmul pair); each row's own part and
+its prefix are merged by their log-sum-exps (cascade attention), which equals attention over the
+concatenation. Short prefixes of one length (`BANK_BYTES`) are stacked once into a bank and attended
+in one call, each prefix's rows padded to the largest group; the rows' own parts go through the
+same kernel in one call with the rows' mask.
 
 One stage holds members of any number of prefixes (and members with none), so a step's attention is
-one batched computation over all its rows plus one kernel call per prefix, not a dozen operations per
-GRPO group and layer. Stages are keyed by size class (`_size_class`: the power of two at or above the
+one kernel call over all its rows' own parts plus one per prefix length (or per long prefix), not a
+dozen operations per GRPO group and layer. Stages are keyed by size class (`_size_class`: the power of two at or above the
 positions a member can still reach), so a member never shares its row width with one that needs
 more than twice its room.
 
