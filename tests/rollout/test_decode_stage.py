@@ -221,11 +221,11 @@ def test_requests_arriving_while_others_decode_match_a_no_cache_forward(qwen2: A
 def test_prefix_attention_kernel_equals_softmax_attention() -> None:
     """The CPU flash form of the shared-prefix attention = softmax(q k^T) v, with the same log-sum-exp,
     for several prefixes at once (query block i attends prefix i)."""
-    from posttrain.rollout.engine.decode_stage import _prefix_attention
+    from posttrain.rollout.engine.stage_prefix import prefix_attention
 
     gen = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(3, 2, n, 16, generator=gen) for n in (24, 300, 300))  # [N, Hkv, M or P, D]
-    out, lse = _prefix_attention(q, k, v)
+    out, lse = prefix_attention(q, k, v)
     scores = q @ k.transpose(-1, -2)  # [N, Hkv, M, P]
     assert (out - torch.softmax(scores, -1) @ v).abs().max().item() < 1e-5
     assert (lse - torch.logsumexp(scores, -1, keepdim=True)).abs().max().item() < 1e-5
@@ -289,10 +289,10 @@ def test_prefixes_of_one_length_are_attended_in_one_call_exactly(stack: bool, mo
     plus two members without one, in shuffled order: one stacked bank and one kernel call for the
     three, reused while they last, with each member's attention equal to the full softmax; with
     stacking off (prefixes over `BANK_BYTES`) one call per prefix gives the same."""
-    import posttrain.rollout.engine.decode_stage as decode_stage
+    import posttrain.rollout.engine.stage_prefix as stage_prefix
 
     if not stack:
-        monkeypatch.setattr(decode_stage, "BANK_BYTES", 0)
+        monkeypatch.setattr(stage_prefix, "BANK_BYTES", 0)
     gen = torch.Generator().manual_seed(8)
     pool = (torch.randn(L, SLOTS, HKV, D, generator=gen), torch.randn(L, SLOTS, HKV, D, generator=gen))
     prefixes = [[0, 1], [2, 3], [4, 5]]

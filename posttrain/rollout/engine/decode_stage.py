@@ -10,7 +10,7 @@ one system prompt, questions about one document) keep those blocks once, as a st
 (`[L, Hkv, P, D]`), and attend them apart (on CPU the flash kernel, which never materialises the
 `[rows, P]` scores and returns their log-sum-exps; elsewhere a matmul pair); each row's own part and
 its prefix are merged by their log-sum-exps (cascade attention), which equals attention over the
-concatenation. Short prefixes of one length (`BANK_BYTES`) are stacked once into a bank and attended
+concatenation. Short prefixes of one length (`stage_prefix.BANK_BYTES`) are stacked once into a bank and attended
 in one call, each prefix's rows padded to the largest group; the rows' own parts go through the
 same kernel in one call with the rows' mask.
 
@@ -43,45 +43,21 @@ Not here: which sequences share a prefix (the runner decides), sparse attention 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import torch
 
 from posttrain.rollout.engine.model import CPU_FLASH_ATTENTION as _CPU_FLASH
 from posttrain.rollout.engine.seq_state import SeqState
+from posttrain.rollout.engine.stage_prefix import (
+    NEG_INF,
+    Bank,
+    PrefixBatch,
+    PrefixKV,
+    plan_batches,
+    prefix_part,
+)
 
-NEG_INF = float("-inf")
 MIN_ROWS = 4
-PrefixKV = tuple[torch.Tensor, torch.Tensor]
-"""A staged prefix's keys and values `[L, Hkv, P, D]`."""
-BANK_BYTES = 64 * 2**20
-"""Prefixes of one length whose keys and values take at most this much together are stacked into one
-tensor, so a decode step attends them in one kernel call per layer instead of one each (a copy made
-once per set of prefixes, while it lasts). Longer prefixes are attended one call each: there the
-call's own cost is small next to its work, and a copy would double their memory."""
-
-
-@dataclass
-class _Bank:
-    """Prefixes of one length stacked `[L, N, Hkv, P, D]` (or one prefix as a view, N = 1)."""
-
-    sources: tuple[PrefixKV, ...]
-    k: torch.Tensor
-    v: torch.Tensor
-
-
-@dataclass
-class _PrefixBatch:
-    """The rows attending a bank's prefixes. Prefix j's rows are query slots `j*per_prefix ..` of the
-    call, padded to `per_prefix` rows each; `rows_index` is a slice of the rows when that layout is the
-    rows' own (equal counts, consecutive rows), else each slot's row (padding: the zero row past the
-    last); `slots` then picks the rows' slots back out of the call's output."""
-
-    bank: _Bank
-    rows: list[int]
-    per_prefix: int
-    rows_index: slice | torch.Tensor
-    slots: torch.Tensor | None
 
 
 def _capacity(num_positions: int, most: int | None = None) -> int:
@@ -123,8 +99,8 @@ class DecodeStage:
         self._order: torch.Tensor | None = None  # member index per row; None when rows are in member order
         self._write_index = torch.empty(0, dtype=torch.long, device=pool_k.device)
         self._width = 0
-        self._plan: list[_PrefixBatch] = []  # this step's prefixes, batched by length
-        self._banks: dict[tuple[int, ...], _Bank] = {}  # stacked prefixes of one length, by the prefixes' ids
+        self._plan: list[PrefixBatch] = []  # this step's prefixes, batched by length
+        self._banks: dict[tuple[int, ...], Bank] = {}  # stacked prefixes of one length, by the prefixes' ids
         self._plain_rows = 0  # rows without a prefix (last in plan order)
         self._unplan: torch.Tensor | None = None  # plan order -> row order; None when equal
 
@@ -217,7 +193,7 @@ class DecodeStage:
 
     def plan(self, prefixes: Sequence[PrefixKV | None]) -> None:
         """Set the staged prefix each member (member order) attends apart this step; None for none.
-        Prefixes of one length are attended in one kernel call (`_PrefixBatch`)."""
+        Prefixes of one length are attended in one kernel call (`stage_prefix.plan_batches`)."""
         by_row: list[PrefixKV | None] = [None] * len(prefixes)
         for b, r in enumerate(self._rows):
             by_row[r] = prefixes[b]
@@ -228,16 +204,7 @@ class DecodeStage:
                 plain.append(r)
             else:
                 groups.setdefault(id(kv[0]), (kv, []))[1].append(r)
-        by_length: dict[int, list[tuple[PrefixKV, list[int]]]] = {}
-        for kv, rows in groups.values():
-            by_length.setdefault(kv[0].shape[2], []).append((kv, rows))
-        banks: dict[tuple[int, ...], _Bank] = {}
-        self._plan = []
-        for same in by_length.values():
-            stacked = len(same) > 1 and sum(2 * kv[0].nbytes for kv, _ in same) <= BANK_BYTES
-            for batch in ([same] if stacked else [[one] for one in same]):
-                self._plan.append(self._batch(batch, banks))
-        self._banks = banks
+        self._plan, self._banks = plan_batches(list(groups.values()), self._banks, len(self._rows), self.k.device)
         self._plain_rows = len(plain)
         order = [r for batch in self._plan for r in batch.rows] + plain
         if order == list(range(len(order))):
@@ -247,29 +214,6 @@ class DecodeStage:
             for i, r in enumerate(order):
                 unplan[r] = i
             self._unplan = torch.tensor(unplan, dtype=torch.long, device=self.k.device)
-
-    def _batch(self, members: list[tuple[PrefixKV, list[int]]], banks: dict[tuple[int, ...], _Bank]) -> _PrefixBatch:
-        """One kernel call's worth: prefixes of one length (stacked, or one as a view) and their rows,
-        each prefix's rows padded to the largest count."""
-        dev = self.k.device
-        if len(members) == 1:
-            k, v = members[0][0]
-            bank = _Bank((), k[:, None], v[:, None])  # [L, 1, Hkv, P, D] views
-        else:
-            key = tuple(id(kv[0]) for kv, _ in members)
-            bank = self._banks.get(key) or banks.get(key) or _Bank(
-                tuple(kv for kv, _ in members), torch.stack([kv[0] for kv, _ in members], 1),
-                torch.stack([kv[1] for kv, _ in members], 1))
-            banks[key] = bank  # the sources it holds keep their ids from being reused
-        width = max(len(rows) for _, rows in members)
-        rows = [r for _, member_rows in members for r in member_rows]
-        if all(len(r) == width for _, r in members) and rows == list(range(rows[0], rows[0] + len(rows))):
-            return _PrefixBatch(bank, rows, width, slice(rows[0], rows[0] + len(rows)), None)
-        pad = len(self._rows)  # the zero query row appended by `attend`
-        gather = [r for _, member_rows in members for r in member_rows + [pad] * (width - len(member_rows))]
-        slots = [j * width + i for j, (_, member_rows) in enumerate(members) for i in range(len(member_rows))]
-        return _PrefixBatch(bank, rows, width, torch.tensor(gather, dtype=torch.long, device=dev),
-                            torch.tensor(slots, dtype=torch.long, device=dev))
 
     def advance(self) -> None:
         """Make room for one more position per member; the step's forward writes it (`write`)."""
@@ -310,41 +254,10 @@ class DecodeStage:
             lse_own = torch.logsumexp(scores, -1, keepdim=True)
             out_own = torch.matmul(torch.softmax(scores, -1), v)
         if self._plan:  # own part and prefix, merged by their shares exp(lse_part - lse) of the whole
-            out_pre, lse_pre = self._prefix_part(layer, qg)
+            out_pre, lse_pre = prefix_part(self._plan, layer, qg, self._plain_rows, self._unplan)
             out_own = torch.addcmul(out_own, torch.sigmoid(lse_pre - lse_own), out_pre - out_own)
         out = out_own.reshape(b, h, d)
         return out if self._order is None else out[self.member_rows]
-
-    def _prefix_part(self, layer: int, qg: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Each row's attention over its prefix alone: output `[B, Hkv, G, D]` and log-sum-exp
-        `[B, Hkv, G, 1]` (rows without a prefix: 0 and -inf), one kernel call per `_PrefixBatch`."""
-        b, hkv, g, d = qg.shape
-        padded = None
-        outs, lses = [], []
-        for batch in self._plan:
-            n, width = batch.bank.k.shape[1], batch.per_prefix
-            if isinstance(batch.rows_index, slice):
-                q = qg[batch.rows_index]  # [n*width, Hkv, G, D]
-            else:
-                if padded is None:
-                    padded = torch.cat([qg, qg.new_zeros(1, hkv, g, d)])
-                q = padded[batch.rows_index]
-            q = q.view(n, width, hkv, g, d).transpose(1, 2).reshape(n, hkv, width * g, d)
-            out, lse = _prefix_attention(q, batch.bank.k[layer], batch.bank.v[layer])  # [n, Hkv, width*G, D|1]
-            out = out.view(n, hkv, width, g, d).transpose(1, 2).reshape(n * width, hkv, g, d)
-            lse = lse.view(n, hkv, width, g, 1).transpose(1, 2).reshape(n * width, hkv, g, 1)
-            if batch.slots is not None:  # drop the padding
-                out, lse = out[batch.slots], lse[batch.slots]
-            outs.append(out)
-            lses.append(lse)
-        if self._plain_rows:  # rows without a prefix: weight 0
-            outs.append(qg.new_zeros(self._plain_rows, hkv, g, d))
-            lses.append(qg.new_full((self._plain_rows, hkv, g, 1), NEG_INF))
-        out_pre = outs[0] if len(outs) == 1 else torch.cat(outs)  # [B, Hkv, G, D], plan order
-        lse_pre = lses[0] if len(lses) == 1 else torch.cat(lses)
-        if self._unplan is not None:
-            out_pre, lse_pre = out_pre[self._unplan], lse_pre[self._unplan]
-        return out_pre, lse_pre
 
     # ---- rows ------------------------------------------------------------------------------
     def _resize(self, n: int, members: Sequence[SeqState], starts: Sequence[int], firsts: Sequence[int]) -> None:
@@ -498,16 +411,3 @@ class StageCache:
     def clear(self) -> None:
         self._stages, self._next = {}, {}
         self._prefixes, self._next_prefixes = {}, {}
-
-
-def _prefix_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Unmasked attention of already scaled queries `[N, Hkv, M, D]` over shared prefixes `[N, Hkv, P,
-    D]` (query block i attends prefix i): output `[N, Hkv, M, D]` and log-sum-exp `[N, Hkv, M, 1]`. On
-    CPU the flash kernel works through the prefix in tiles (2-5x faster than the matmul pair at 16K
-    positions and hundreds of rows, measured on the 2-core VM); elsewhere the explicit form."""
-    if _CPU_FLASH is not None and q.device.type == "cpu":
-        out, lse = _CPU_FLASH(q, k, v, 0.0, False, scale=1.0)  # [N, Hkv, M, D], [N, Hkv, M]
-        return out, lse[..., None]
-    scores = torch.matmul(q, k.transpose(-1, -2))  # [N, Hkv, M, P]
-    lse = torch.logsumexp(scores, -1, keepdim=True)
-    return torch.matmul(torch.exp(scores - lse), v), lse
