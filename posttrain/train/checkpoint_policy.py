@@ -1,7 +1,8 @@
 """A policy to evaluate, loaded from what a person names on the command line.
 
 A spec is one of: a model preset (`tiny`: the embedded base model built for the given config's domains;
-`smollm2-135m`), an HF model directory (holding `config.json`), a checkpoint directory
+`smollm2-135m`), an HF model directory (holding `config.json`; a preset or a directory is taken as it
+is: the default config's `warm_start` does not apply to it), a checkpoint directory
 (`<run>/checkpoints/step_<n>/`, or `<run>/best_passing/checkpoints/step_<n>/`), a run directory (its
 latest checkpoint), or a train config (its base model: a preset name such as `quickstart` or a YAML
 path, resolved by the caller). A checkpoint is loaded into the base model of the run's own
@@ -47,8 +48,9 @@ def load_policy(spec: str, default: TrainConfig, config_of: Callable[[str], Trai
     """Load `spec` (module docstring); `default` gives the domains a `tiny` preset is built for and the
     system prompt of presets and HF directories; `config_of` resolves a train config name or path."""
     path = Path(spec)
+    as_is = {"warm_start": None}  # a named model is evaluated as it is, never fine-tuned by the default's warm_start
     if spec in PRESETS and not path.exists():
-        return _base(default.model_copy(update={"model": ModelConfig(preset=spec)}), spec, log)  # type: ignore[arg-type]
+        return _base(default.model_copy(update={"model": ModelConfig(preset=spec), **as_is}), spec, log)  # type: ignore[arg-type]
     if path.is_dir():
         if (path / "meta.json").is_file():
             return load_checkpoint_policy(path, log)
@@ -58,7 +60,7 @@ def load_policy(spec: str, default: TrainConfig, config_of: Callable[[str], Trai
                 raise ConfigError(f"{spec}: a run directory without a complete checkpoint")
             return load_checkpoint_policy(latest, log)
         if (path / "config.json").is_file():
-            return _base(default.model_copy(update={"model": ModelConfig(path=str(path))}), spec, log)
+            return _base(default.model_copy(update={"model": ModelConfig(path=str(path)), **as_is}), spec, log)
         raise ConfigError(f"{spec}: not a checkpoint, run or HF model directory")
     return _base(config_of(spec), spec, log)
 

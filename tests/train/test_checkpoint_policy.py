@@ -108,3 +108,25 @@ def test_a_config_name_is_resolved_by_the_caller_and_odd_dirs_are_refused(tmp_pa
     (tmp_path / "empty" / "checkpoints").mkdir(parents=True)
     with pytest.raises(ConfigError, match="without a complete checkpoint"):
         load_policy(str(tmp_path / "empty"), TrainConfig(), config_of, print)
+
+
+def test_a_named_model_is_evaluated_as_it_is_while_a_config_keeps_its_warm_start(
+        tmp_path: Path, hf_dir: Path, monkeypatch: Any) -> None:
+    """With a default config that warm-starts (a training config given as `--domains`), a model
+    directory named on the command line is loaded as it is, not fine-tuned again; a train config named
+    as the spec still starts from its warm-started model."""
+    import posttrain.train.warm_start as warm_start
+
+    calls: list[str] = []
+
+    def fake_warm_start(model: Any, config: Any, domains: Any, system_prompt: Any, log: Any) -> Path:
+        calls.append(str(model.path))
+        return hf_dir
+
+    monkeypatch.setattr(warm_start, "ensure_warm_start", fake_warm_start)
+    warming = TrainConfig.model_validate({"model": {"path": str(hf_dir)}, "domains": DOMAINS,
+                                          "warm_start": {"max_steps": 1}})
+    plain = load_policy(str(hf_dir), warming, _no_config, print)
+    assert calls == [] and plain.weights_hash == weights_sha256(_model(VOCAB))
+    load_policy("some-config", TrainConfig(), lambda name: warming, print)
+    assert calls == [str(hf_dir)]
