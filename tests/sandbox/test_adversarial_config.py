@@ -8,6 +8,7 @@ and a 50k-deep YAML or a 5000-digit integer raised `RecursionError`/`ValueError`
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -174,15 +175,25 @@ def test_sandbox_spec_accepts_the_maxima() -> None:
 
 
 def _host_state() -> tuple[list[str], list[str]]:
-    """Mount points of this process and every directory under the sandbox cgroup prefixes."""
+    """Mount points of the host's mount namespace and the directories under this process's sandbox
+    cgroup prefix, without what other processes' sandboxes hold at the same time (their workspaces,
+    `<state>/<pid>-<n>`, and their `posttrain-sandbox-<pid>` cgroups come and go while this runs)."""
     from posttrain.sandbox.host import host_features
     from posttrain.sandbox.sandbox import SPARES
+    from posttrain.sandbox.workspace import state_base
 
     SPARES.drain()  # spares are a cache of emptied workspaces, not a leak: compare without them
-    mounts = sorted(line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines())
+    state, ours = str(state_base()) + "/", f"{os.getpid()}-"
+
+    def mine(point: str) -> bool:
+        return not point.startswith(state) or point[len(state):].startswith(ours)
+
+    points = (line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines())
+    mounts = sorted(p for p in points if mine(p))
     manager = host_features().cgroups
     bases = set(getattr(manager, "mounts", {}).values()) | {getattr(manager, "root", None)} - {None}
-    groups = sorted(str(p) for base in bases for p in Path(str(base)).glob("posttrain-sandbox-*/**"))
+    prefix = f"posttrain-sandbox-{os.getpid()}"
+    groups = sorted(str(p) for base in bases for p in Path(str(base)).glob(f"{prefix}/**"))
     return mounts, groups
 
 
