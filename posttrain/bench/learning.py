@@ -12,7 +12,11 @@ Checks on each true-reward seed (greedy held-out pass rate, trained domains):
 - `improved_fraction`: at least 75% of the trained domains have a positive delta;
 - `significant`: at least half of the trained domains are `improved` at 95% (paired test);
 - `mean_gain`: the mean paired delta over trained domains is at least +10 points;
-- `no_regression`: no trained domain is `regressed`.
+- `no_regression`: no trained domain is `regressed`;
+- `beats_control` (with a control): the seed's final held-out reward against the control's final on
+  the same tasks, paired and averaged over the trained domains like `mean_delta`, has its 95% interval
+  above 0 (`vs_control` in the report). A gain the control also shows (drift that any update gives,
+  or the warm start's shape) does not count.
 Check on the control: `control_flat`: its mean delta is within +-2 points or its interval contains 0.
 The untrained domains' drops (more than 2 points with the interval below 0) are listed, not failed.
 Runs with agent domains also report, pooled over the trained agent domains, the greedy held-out success
@@ -226,6 +230,32 @@ def agent_report(run_dir: Path, summary: dict[str, Any]) -> dict[str, Any] | Non
             "recovery_separated": final["recovery_ci"][0] > base["recovery_ci"][1]}  # fmt: skip
 
 
+def versus_control(run_dir: Path, control_dir: Path, domains: list[str]) -> dict[str, Any] | None:
+    """A true-reward run's final held-out reward against the random-reward control's final reward on
+    the same tasks: the mean over `domains` of each domain's paired change, its bootstrap 95% interval
+    and p (`posttrain.eval.stats.paired_mean_of_domains`, as the run's own `mean_delta` against its
+    base). None when either run has no `eval_final.json`."""
+    from posttrain.eval.stats import paired_mean_of_domains
+
+    try:
+        final = json.loads((run_dir / "eval_final.json").read_text())
+        control = json.loads((control_dir / "eval_final.json").read_text())
+    except (OSError, ValueError):
+        return None
+    pairs = []
+    for domain in domains:
+        theirs = dict(zip(control.get(domain, {}).get("task_ids", ()), control.get(domain, {}).get("rewards", ()),
+                          strict=True))
+        ours = dict(zip(final.get(domain, {}).get("task_ids", ()), final.get(domain, {}).get("rewards", ()),
+                        strict=True))
+        tasks = sorted(theirs.keys() & ours.keys())
+        pairs.append(([float(theirs[t]) for t in tasks], [float(ours[t]) for t in tasks]))
+    result = paired_mean_of_domains(pairs)
+    if result.n == 0:
+        return None
+    return {"delta": result.delta, "ci": [result.ci_low, result.ci_high], "p_value": result.p_value, "tasks": result.n}
+
+
 def condense(summary: dict[str, Any], wall_s: float, run_dir: Path | None = None) -> dict[str, Any]:
     """The numbers of one run that the report keeps."""
     domains = {
@@ -274,6 +304,12 @@ def main(argv: list[str]) -> int:
         summary, wall = results["control"]
         report["control"] = condense(summary, wall, runs_root / "control")
         report["checks"]["control_flat"] = control_check(summary)
+        for seed in seeds:
+            trained = [d for d, v in results[f"seed{seed}"][0]["domains"].items() if v.get("trained", True)]
+            versus = versus_control(runs_root / f"seed{seed}", runs_root / "control", trained)
+            if versus is not None:
+                report["seeds"][str(seed)]["vs_control"] = versus
+                report["checks"][f"seed{seed}"]["beats_control"] = versus["ci"][0] > 0
     if args.sampled > 0:
         matrix = sampled_matrix(args.config, {name: runs_root / name for name in runs}, Path(args.out) / "learning-matrix",
                                 args.sampled, args.sampled_tasks)  # fmt: skip
@@ -294,6 +330,10 @@ def _print_table(report: dict[str, Any]) -> None:
         rows.append(("random-reward control", report["control"]))
     for label, run in rows:
         print(f"{label:22s} {run['headline']}  ({run['wall_s']:.0f} s)")
+        if "vs_control" in run:
+            vc = run["vs_control"]
+            print(f"{'':22s} against the control on the same {vc['tasks']} tasks: {vc['delta'] * 100:+.1f} pts "
+                  f"[{vc['ci'][0] * 100:+.1f}, {vc['ci'][1] * 100:+.1f}], p {vc['p_value']:.3g}")
         if "agent" in run:
             b, f = run["agent"]["base"], run["agent"]["final"]
             ds, dr = run["agent"]["success_delta"], run["agent"]["recovery_delta"]

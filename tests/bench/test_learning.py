@@ -177,3 +177,34 @@ def test_sampled_matrix_changes_become_checks(tmp_path: Path, monkeypatch: pytes
     assert [sorted(r) for r, _, _ in asked] == [["control", "seed0", "seed1"]] and asked[0][1:] == (8, 100)
     assert report["checks"]["seed1"]["sampled_recovery_up"] is False and report["passed"] is False
     assert report["checks"]["control_sampled_flat"] is True
+
+
+def _eval_doc(rewards: dict[str, list[float]]) -> dict[str, Any]:
+    return {domain: {"task_ids": [f"{domain}#{i}" for i in range(len(r))], "rewards": r}
+            for domain, r in rewards.items()}
+
+
+def test_a_seed_is_compared_with_the_control_on_the_same_tasks(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """`vs_control` pairs each seed's final held-out rewards with the control's on the same tasks;
+    `beats_control` holds only when that interval is above 0 (a seed that gained no more than the
+    control fails it even though its own change against the base is large)."""
+    finals = {"seed0": {"a/b/d0": [1.0] * 30 + [0.0] * 10, "a/b/d1": [1.0] * 28 + [0.0] * 12},
+              "seed1": {"a/b/d0": [1.0] * 12 + [0.0] * 28, "a/b/d1": [1.0] * 10 + [0.0] * 30},
+              "control": {"a/b/d0": [1.0] * 10 + [0.0] * 30, "a/b/d1": [1.0] * 10 + [0.0] * 30}}
+
+    def fake_run(config: str, run_dir: Path, overrides: list[str]) -> tuple[dict[str, Any], float]:
+        run_dir.mkdir(parents=True)
+        (run_dir / "eval_final.json").write_text(json.dumps(_eval_doc(finals[run_dir.name])))
+        if "reward.mode=random" in overrides:
+            return _summary([(0.0, "no significant change")] * 2, 0.005, (-0.01, 0.02)), 1.0
+        return _summary([(0.15, "improved")] * 2, 0.15, (0.1, 0.2)), 1.0
+
+    monkeypatch.setattr(learning, "run_training", fake_run)
+    assert learning.main(["--seeds", "0,1", "--out", str(tmp_path), "--json"]) == 0
+    report = json.loads((tmp_path / "learning.json").read_text())
+    ahead, level = report["seeds"]["0"]["vs_control"], report["seeds"]["1"]["vs_control"]
+    assert ahead["tasks"] == 80 and ahead["delta"] == pytest.approx((20 / 40 + 18 / 40) / 2)
+    assert ahead["ci"][0] > 0 and report["checks"]["seed0"]["beats_control"] is True
+    assert level["delta"] == pytest.approx(1 / 40) and report["checks"]["seed1"]["beats_control"] is False
+    assert report["passed"] is False
