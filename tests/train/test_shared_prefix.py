@@ -175,6 +175,6 @@ def test_sft_loss_with_shared_documents_equals_the_padded_loss_and_gradients() -
     expected = padded_model(input_ids=ids, attention_mask=mask, labels=labels).loss
     expected.backward()
     got = sft_loss_backward(shared_model, ids, mask, labels, min_tokens=8)
-    assert got == pytest.approx(float(expected), rel=1e-6)
+    assert got == pytest.approx(expected.item(), rel=1e-6)
     for (name, a), (_, b) in zip(padded_model.named_parameters(), shared_model.named_parameters(), strict=True):
         torch.testing.assert_close(b.grad, a.grad, atol=1e-6 * float(a.grad.abs().max()), rtol=0, msg=name)
