@@ -10,15 +10,15 @@ one system prompt, questions about one document) keep those blocks once, as a st
 (`[L, Hkv, P, D]`), and attend them apart (on CPU the flash kernel, which never materialises the
 `[rows, P]` scores and returns their log-sum-exps; elsewhere a matmul pair); each row's own part and
 its prefix are merged by their log-sum-exps (cascade attention), which equals attention over the
-concatenation. Short prefixes of one length (`stage_prefix.BANK_BYTES`) are stacked once into a bank and attended
-in one call, each prefix's rows padded to the largest group; the rows' own parts go through the
-same kernel in one call with the rows' mask.
+concatenation. Short prefixes of one length (`stage_prefix.BANK_BYTES`) are stacked once into a
+bank and attended in one call, each prefix's rows padded to the largest group; the rows' own parts
+go through the same kernel in one call with the rows' mask.
 
 One stage holds members of any number of prefixes (and members with none), so a step's attention is
 one kernel call over all its rows' own parts plus one per prefix length (or per long prefix), not a
-dozen operations per GRPO group and layer. Stages are keyed by size class (`_size_class`: the power of two at or above the
-positions a member can still reach), so a member never shares its row width with one that needs
-more than twice its room.
+dozen operations per GRPO group and layer. Stages are keyed by size class (`_size_class`: the power
+of two at or above the positions a member can still reach), so a member never shares its row width
+with one that needs more than twice its room.
 
 Membership changes cost only the rows that change (slot rows). Live rows are always `0..n-1`; a
 step's members map to rows in any order (queries are permuted into row order and outputs back). A
@@ -251,8 +251,8 @@ class DecodeStage:
             lse_own = lse[..., None]
         else:
             scores = torch.matmul(qg, k.transpose(-1, -2)) + bias  # [B, Hkv, G, S]
-            lse_own = torch.logsumexp(scores, -1, keepdim=True)
             out_own = torch.matmul(torch.softmax(scores, -1), v)
+            lse_own = torch.logsumexp(scores, -1, keepdim=True)
         if self._plan:  # own part and prefix, merged by their shares exp(lse_part - lse) of the whole
             out_pre, lse_pre = prefix_part(self._plan, layer, qg, self._plain_rows, self._unplan)
             out_own = torch.addcmul(out_own, torch.sigmoid(lse_pre - lse_own), out_pre - out_own)
