@@ -349,8 +349,8 @@ def pool_zeros(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device)
     """A zero tensor for the KV pool. On CPU its memory comes from `calloc` (through numpy), which
     for a buffer this large maps fresh pages that the kernel zeroes on first touch, so a pool sized
     for the largest workload (`kv_cache_tokens`, 3 GB for SmolLM2 at the default) costs only the
-    blocks a run writes; `torch.zeros` writes every byte up front (about a second per engine on
-    the 2-core VM). Elsewhere `torch.zeros`."""
+    blocks a run writes; `torch.zeros` writes every byte up front (W7's native run, a fresh engine
+    each time: 16.4 s with it, 11.0 s without; docs/rollout.md). Elsewhere `torch.zeros`."""
     if device.type != "cpu":
         return torch.zeros(shape, dtype=dtype, device=device)
     nbytes = math.prod(shape) * torch.empty(0, dtype=dtype).element_size()
