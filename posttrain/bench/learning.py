@@ -186,6 +186,12 @@ def pooled_agent(eval_doc: dict[str, Any], domains: list[str]) -> dict[str, Any]
             "recovery_ci": wilson(recovered, errored)}  # fmt: skip
 
 
+def rewards_by_task(doc: dict[str, Any], domain: str) -> dict[str, float]:
+    """Task id -> reward of one domain in an `eval_*.json` document (empty when the domain is absent)."""
+    entry = doc.get(domain, {})
+    return dict(zip(entry.get("task_ids", ()), entry.get("rewards", ()), strict=True))
+
+
 def paired_success(base_doc: dict[str, Any], final_doc: dict[str, Any], domains: list[str]) -> dict[str, Any]:
     """Success (an episode's reward of 1) of the same held-out tasks before and after, pooled over the
     agent `domains`: the mean change with its paired bootstrap 95% interval and McNemar's p-value
@@ -197,9 +203,7 @@ def paired_success(base_doc: dict[str, Any], final_doc: dict[str, Any], domains:
     for domain in domains:
         if not base_doc.get(domain, {}).get("agent"):
             continue
-        old = dict(zip(base_doc[domain].get("task_ids", ()), base_doc[domain].get("rewards", ()), strict=True))
-        new = dict(zip(final_doc.get(domain, {}).get("task_ids", ()), final_doc.get(domain, {}).get("rewards", ()),
-                       strict=True))
+        old, new = rewards_by_task(base_doc, domain), rewards_by_task(final_doc, domain)
         for task in sorted(old.keys() & new.keys()):
             before.append(float(old[task] >= 1.0))
             after.append(float(new[task] >= 1.0))
@@ -244,10 +248,7 @@ def versus_control(run_dir: Path, control_dir: Path, domains: list[str]) -> dict
         return None
     pairs = []
     for domain in domains:
-        theirs = dict(zip(control.get(domain, {}).get("task_ids", ()), control.get(domain, {}).get("rewards", ()),
-                          strict=True))
-        ours = dict(zip(final.get(domain, {}).get("task_ids", ()), final.get(domain, {}).get("rewards", ()),
-                        strict=True))
+        theirs, ours = rewards_by_task(control, domain), rewards_by_task(final, domain)
         tasks = sorted(theirs.keys() & ours.keys())
         pairs.append(([float(theirs[t]) for t in tasks], [float(ours[t]) for t in tasks]))
     result = paired_mean_of_domains(pairs)
