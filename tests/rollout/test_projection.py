@@ -54,7 +54,7 @@ def test_modules_other_than_plain_linear_run_their_own_forward(rows: int) -> Non
 
 @pytest.mark.parametrize("scale", [1e-3, 1.0, 300.0])
 def test_fused_rms_norm_equals_the_transformers_formula_bit_for_bit(scale: float) -> None:
-    """The float32 fast path of `rms_norm` (torch's fused kernel) gives exactly the values of the
+    """The float32 fast path of `rms_norm` (torch's `F.rms_norm`) gives exactly the values of the
     formula `transformers` uses, at small, unit and large activations."""
     from posttrain.rollout.engine.model import rms_norm
 
@@ -64,3 +64,23 @@ def test_fused_rms_norm_equals_the_transformers_formula_bit_for_bit(scale: float
         weight = torch.randn(width, generator=gen)
         x32 = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5)
         assert torch.equal(rms_norm(x, weight, 1e-5), weight * x32)
+
+
+def test_rotation_by_roll_equals_rotate_half_bit_for_bit() -> None:
+    """`rotate` (a roll, with the sign on the sine) gives exactly `x * cos + rotate_half(x) * sin`, the
+    formula `transformers` applies, for query and key shaped inputs at real positions."""
+    from posttrain.rollout.engine.model import rotate, signed_sin
+
+    def rotate_half(x: torch.Tensor) -> torch.Tensor:
+        half = x.shape[-1] // 2
+        return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+    gen = torch.Generator().manual_seed(0)
+    for rows, heads, dim in ((1, 9, 64), (32, 12, 64), (300, 2, 128), (5, 4, 16)):
+        x = torch.randn(rows, heads, dim, generator=gen) * 3
+        positions = torch.randint(0, 40_000, (rows,), generator=gen).float()
+        inv_freq = 1.0 / 10_000 ** (torch.arange(0, dim, 2).float() / dim)
+        angles = positions[:, None] * inv_freq
+        emb = torch.cat((angles, angles), -1)
+        cos, sin = emb.cos()[:, None], emb.sin()[:, None]
+        assert torch.equal(rotate(x, cos, signed_sin(sin)), x * cos + rotate_half(x) * sin)

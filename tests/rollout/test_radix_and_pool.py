@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import mmap
+import os
 from typing import Any
 
 import pytest
@@ -95,3 +97,37 @@ def test_reset_releases_every_block() -> None:
     radix.reset(version=1)
     assert pool.num_free == 4
     assert radix.match(list(range(8)))[1] == 0
+
+
+def _vm_flags(address: int) -> list[str]:
+    """The `VmFlags` of the mapping of this process holding `address` (from /proc/self/smaps)."""
+    inside = False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            head = line.split()[0]
+            if "-" in head and not head.endswith(":"):
+                start, end = (int(part, 16) for part in head.split("-"))
+                inside = start <= address < end
+            elif inside and head == "VmFlags:":
+                return line.split()[1:]
+    raise AssertionError("no mapping holds the address")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps") or not hasattr(mmap, "MADV_NOHUGEPAGE"),
+                    reason="needs Linux's /proc/self/smaps and MADV_NOHUGEPAGE")
+def test_cpu_kv_pool_is_zero_and_on_small_pages() -> None:
+    """The CPU pool is zeros, writable, and mapped with small pages (`nh`): a huge page faulted in by
+    a decode write cost milliseconds; see `runner.pool_zeros`."""
+    import torch
+
+    from posttrain.rollout.engine.runner import pool_zeros
+
+    pool = pool_zeros((3, 4096, 2, 64), torch.float32, torch.device("cpu"))
+    assert pool.shape == (3, 4096, 2, 64) and pool.is_contiguous() and not pool.any()
+    pool[1, 7] = 1.0
+    assert pool.sum().item() == 128.0
+    assert "nh" in _vm_flags(pool.data_ptr())
+    view = pool[2]
+    del pool
+    view += 2.0  # a view keeps the mapping alive
+    assert view.sum().item() == 2.0 * 4096 * 2 * 64

@@ -243,19 +243,20 @@ class DecodeStage:
         b, h, d = q.shape
         hkv = self.k.shape[2]
         width = self._width
-        qg = q.view(b, hkv, h // hkv, d) * d**-0.5  # [B, Hkv, G, D]
+        qg = q.view(b, hkv, h // hkv, d)  # [B, Hkv, G, D]; the kernels apply the 1/sqrt(D) scale
+        scale = d**-0.5
         k, v = self.k[layer, :b, :, :width], self.v[layer, :b, :, :width]  # [B, Hkv, S, D]
         bias = self.bias[:b, None, None, :width]  # [B, 1, 1, S]
         if _CPU_FLASH is not None and q.device.type == "cpu":  # the query heads of a KV head as its query rows
-            out_own, lse = _CPU_FLASH(qg, k, v, 0.0, False, attn_mask=bias, scale=1.0)  # [B, Hkv, G, D], [B, Hkv, G]
+            out_own, lse = _CPU_FLASH(qg, k, v, 0.0, False, attn_mask=bias, scale=scale)  # [B, Hkv, G, D], [B, Hkv, G]
             lse_own = lse[..., None]
         else:
-            scores = torch.matmul(qg, k.transpose(-1, -2)) + bias  # [B, Hkv, G, S]
+            scores = torch.matmul(qg, k.transpose(-1, -2)) * scale + bias  # [B, Hkv, G, S]
             out_own = torch.matmul(torch.softmax(scores, -1), v)
             lse_own = torch.logsumexp(scores, -1, keepdim=True)
         if self._plan:  # own part and prefix, merged by their shares exp(lse_part - lse) of the whole
-            out_pre, lse_pre = prefix_part(self._plan, layer, qg, self._plain_rows, self._unplan)
-            out_own = torch.addcmul(out_own, torch.sigmoid(lse_pre - lse_own), out_pre - out_own)
+            out_pre, lse_pre = prefix_part(self._plan, layer, qg, self._plain_rows, self._unplan, scale)
+            out_own = torch.lerp(out_own, out_pre, torch.sigmoid(lse_pre - lse_own))
         out = out_own.reshape(b, h, d)
         return out if self._order is None else out[self.member_rows]
 

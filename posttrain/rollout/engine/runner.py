@@ -14,9 +14,9 @@ Also implements the `KVMover` the radix cache uses to copy, offload and reload K
 from __future__ import annotations
 
 import math
+import mmap
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from posttrain.rollout.engine.attention import (
@@ -128,10 +128,18 @@ class ModelRunner:
         x = self.w.embed(ids)  # [N, E]
         cos, sin = self.w.rope(positions, lengths)
         whole = len(groups) == 1 and torch.equal(groups[0].rows, torch.arange(ids.shape[0], device=dev))
+        # A step whose queries all attend staged KV reads nothing of this step from the pool: its K/V
+        # go to the pool once for all layers after the last one, not in two small writes per layer.
+        deferred: tuple[list[torch.Tensor], list[torch.Tensor]] | None = (
+            ([], []) if all(g.stage is not None for g in groups) else None)
         for layer in range(self.w.num_layers):
             q, k, v = self.w.qkv(layer, x, cos, sin)  # [N, H, D], [N, Hkv, D]
-            self.k[layer].index_copy_(0, write, k)
-            self.v[layer].index_copy_(0, write, v)
+            if deferred is None:
+                self.k[layer].index_copy_(0, write, k)
+                self.v[layer].index_copy_(0, write, v)
+            else:
+                deferred[0].append(k)
+                deferred[1].append(v)
             if whole:
                 out = self._attend(layer, q, k, v, groups[0])
             else:
@@ -139,6 +147,9 @@ class ModelRunner:
                 for group in groups:
                     out[group.rows] = self._attend(layer, q, k, v, group)
             x = self.w.finish_layer(layer, x, out.reshape(x.shape[0], -1))
+        if deferred is not None:
+            self.k.index_copy_(1, write, torch.stack(deferred[0]))  # [L, N, Hkv, D]
+            self.v.index_copy_(1, write, torch.stack(deferred[1]))
         self.stages.end_step()
         for group in groups:
             if group.refresh is not None:
@@ -346,15 +357,23 @@ def _stage_group(rows: list[int], stage: DecodeStage, device: torch.device) -> _
 
 
 def pool_zeros(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """A zero tensor for the KV pool. On CPU its memory comes from `calloc` (through numpy), which
-    for a buffer this large maps fresh pages that the kernel zeroes on first touch, so a pool sized
-    for the largest workload (`kv_cache_tokens`, 3 GB for SmolLM2 at the default) costs only the
-    blocks a run writes; `torch.zeros` writes every byte up front (W7's native run, a fresh engine
-    each time: 16.4 s with it, 11.0 s without; docs/rollout.md). Elsewhere `torch.zeros`."""
+    """A zero tensor for the KV pool. On CPU its memory is a fresh anonymous mapping: the kernel maps
+    zeroed pages on first touch, so a pool sized for the largest workload (`kv_cache_tokens`, 3 GB for
+    SmolLM2 at the default) costs only the blocks a run writes, where `torch.zeros` writes every byte
+    up front (W7's native run, a fresh engine each time: 16.4 s with it, 11.0 s without; docs/rollout.md).
+    The mapping asks for small pages (`MADV_NOHUGEPAGE`): a 2 MB page faulted in by a decode write
+    took about 3 ms here (the kernel compacts memory to find one), and a step that first touches a new
+    page in each of 30 layers paid it 60 times; small pages fault in microseconds, and the pool is read
+    only in whole blocks. Elsewhere `torch.zeros`."""
     if device.type != "cpu":
         return torch.zeros(shape, dtype=dtype, device=device)
     nbytes = math.prod(shape) * torch.empty(0, dtype=dtype).element_size()
-    return torch.from_numpy(np.zeros(nbytes, dtype=np.uint8)).view(dtype).view(shape)
+    if nbytes == 0:
+        return torch.zeros(shape, dtype=dtype)
+    buffer = mmap.mmap(-1, nbytes)
+    if hasattr(mmap, "MADV_NOHUGEPAGE"):
+        buffer.madvise(mmap.MADV_NOHUGEPAGE)
+    return torch.frombuffer(buffer, dtype=dtype).view(shape)  # the tensor keeps the mapping alive
 
 
 def _rope_lengths(chunks: list[Chunk]) -> list[int]:

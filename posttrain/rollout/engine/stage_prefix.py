@@ -92,8 +92,8 @@ def _batch(members: list[tuple[PrefixKV, list[int]]], banks: dict[tuple[int, ...
 
 
 def prefix_part(batches: list[PrefixBatch], layer: int, qg: torch.Tensor, plain_rows: int,
-                unplan: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Each row's attention over its prefix alone, for scaled queries `qg` `[B, Hkv, G, D]` (row
+                unplan: torch.Tensor | None, scale: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's attention over its prefix alone, for queries `qg` `[B, Hkv, G, D]` scaled by `scale` (row
     order): output `[B, Hkv, G, D]` and log-sum-exp `[B, Hkv, G, 1]`. Rows come in plan order (the
     batches' rows, then `plain_rows` rows without a prefix, which get 0 and -inf) and are put back in
     row order by `unplan` (None: already)."""
@@ -109,7 +109,7 @@ def prefix_part(batches: list[PrefixBatch], layer: int, qg: torch.Tensor, plain_
                 padded = torch.cat([qg, qg.new_zeros(1, hkv, g, d)])
             q = padded[batch.rows_index]
         q = q.view(n, width, hkv, g, d).transpose(1, 2).reshape(n, hkv, width * g, d)
-        out, lse = prefix_attention(q, batch.bank.k[layer], batch.bank.v[layer])  # [n, Hkv, width*G, D|1]
+        out, lse = prefix_attention(q, batch.bank.k[layer], batch.bank.v[layer], scale)  # [n, Hkv, width*G, D|1]
         out = out.view(n, hkv, width, g, d).transpose(1, 2).reshape(n * width, hkv, g, d)
         lse = lse.view(n, hkv, width, g, 1).transpose(1, 2).reshape(n * width, hkv, g, 1)
         if batch.slots is not None:  # drop the padding
@@ -126,14 +126,15 @@ def prefix_part(batches: list[PrefixBatch], layer: int, qg: torch.Tensor, plain_
     return out_pre, lse_pre
 
 
-def prefix_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Unmasked attention of already scaled queries `[N, Hkv, M, D]` over shared prefixes `[N, Hkv, P,
-    D]` (query block i attends prefix i): output `[N, Hkv, M, D]` and log-sum-exp `[N, Hkv, M, 1]`. On
-    CPU the flash kernel works through the prefix in tiles (2-5x faster than the matmul pair at 16K
-    positions and hundreds of rows, measured on the 2-core VM); elsewhere the explicit form."""
+def prefix_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                     scale: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Unmasked attention of queries `[N, Hkv, M, D]` (scores `q k^T * scale`) over shared prefixes
+    `[N, Hkv, P, D]` (query block i attends prefix i): output `[N, Hkv, M, D]` and log-sum-exp `[N, Hkv,
+    M, 1]`. On CPU the flash kernel works through the prefix in tiles (2-5x faster than the matmul pair
+    at 16K positions and hundreds of rows, measured on the 2-core VM); elsewhere the explicit form."""
     if _CPU_FLASH is not None and q.device.type == "cpu":
-        out, lse = _CPU_FLASH(q, k, v, 0.0, False, scale=1.0)  # [N, Hkv, M, D], [N, Hkv, M]
+        out, lse = _CPU_FLASH(q, k, v, 0.0, False, scale=scale)  # [N, Hkv, M, D], [N, Hkv, M]
         return out, lse[..., None]
-    scores = torch.matmul(q, k.transpose(-1, -2))  # [N, Hkv, M, P]
+    scores = torch.matmul(q, k.transpose(-1, -2)) * scale  # [N, Hkv, M, P]
     lse = torch.logsumexp(scores, -1, keepdim=True)
     return torch.matmul(torch.exp(scores - lse), v), lse
