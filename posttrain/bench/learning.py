@@ -17,6 +17,9 @@ Checks on each true-reward seed (greedy held-out pass rate, trained domains):
   the same tasks, paired and averaged over the trained domains like `mean_delta`, has its 95% interval
   above 0 (`vs_control` in the report). A gain the control also shows (drift that any update gives,
   or the warm start's shape) does not count.
+- `seeds_beat_control` (two or more seeds and a control): the same comparison with each task's final
+  reward averaged over the seeds (`seeds_vs_control`): whether the seeds' gain beyond the control holds
+  in aggregate, where one seed's interval is too wide to say.
 Check on the control: `control_flat`: its mean delta is within +-2 points or its interval contains 0.
 The untrained domains' drops (more than 2 points with the interval below 0) are listed, not failed.
 Runs with agent domains also report, pooled over the trained agent domains, the greedy held-out success
@@ -234,23 +237,26 @@ def agent_report(run_dir: Path, summary: dict[str, Any]) -> dict[str, Any] | Non
             "recovery_separated": final["recovery_ci"][0] > base["recovery_ci"][1]}  # fmt: skip
 
 
-def versus_control(run_dir: Path, control_dir: Path, domains: list[str]) -> dict[str, Any] | None:
-    """A true-reward run's final held-out reward against the random-reward control's final reward on
-    the same tasks: the mean over `domains` of each domain's paired change, its bootstrap 95% interval
-    and p (`posttrain.eval.stats.paired_mean_of_domains`, as the run's own `mean_delta` against its
-    base). None when either run has no `eval_final.json`."""
+def versus_control(run_dirs: list[Path], control_dir: Path, domains: list[str]) -> dict[str, Any] | None:
+    """True-reward runs' final held-out reward against the random-reward control's final reward on
+    the same tasks: per task the mean over `run_dirs` (one seed, or every seed pooled), then the mean
+    over `domains` of each domain's paired change, its bootstrap 95% interval and p
+    (`posttrain.eval.stats.paired_mean_of_domains`, as a run's own `mean_delta` against its base).
+    None when a run has no `eval_final.json`."""
     from posttrain.eval.stats import paired_mean_of_domains
 
     try:
-        final = json.loads((run_dir / "eval_final.json").read_text())
+        finals = [json.loads((run_dir / "eval_final.json").read_text()) for run_dir in run_dirs]
         control = json.loads((control_dir / "eval_final.json").read_text())
     except (OSError, ValueError):
         return None
     pairs = []
     for domain in domains:
-        theirs, ours = rewards_by_task(control, domain), rewards_by_task(final, domain)
-        tasks = sorted(theirs.keys() & ours.keys())
-        pairs.append(([float(theirs[t]) for t in tasks], [float(ours[t]) for t in tasks]))
+        theirs = rewards_by_task(control, domain)
+        ours = [rewards_by_task(final, domain) for final in finals]
+        tasks = sorted(set(theirs).intersection(*ours))
+        pairs.append(([float(theirs[t]) for t in tasks],
+                      [sum(float(run[t]) for run in ours) / len(ours) for t in tasks]))
     result = paired_mean_of_domains(pairs)
     if result.n == 0:
         return None
@@ -305,12 +311,17 @@ def main(argv: list[str]) -> int:
         summary, wall = results["control"]
         report["control"] = condense(summary, wall, runs_root / "control")
         report["checks"]["control_flat"] = control_check(summary)
+        trained: list[str] = []
         for seed in seeds:
             trained = [d for d, v in results[f"seed{seed}"][0]["domains"].items() if v.get("trained", True)]
-            versus = versus_control(runs_root / f"seed{seed}", runs_root / "control", trained)
+            versus = versus_control([runs_root / f"seed{seed}"], runs_root / "control", trained)
             if versus is not None:
                 report["seeds"][str(seed)]["vs_control"] = versus
                 report["checks"][f"seed{seed}"]["beats_control"] = versus["ci"][0] > 0
+        pooled = versus_control([runs_root / f"seed{seed}" for seed in seeds], runs_root / "control", trained)
+        if len(seeds) > 1 and pooled is not None:
+            report["seeds_vs_control"] = pooled
+            report["checks"]["seeds_beat_control"] = pooled["ci"][0] > 0
     if args.sampled > 0:
         matrix = sampled_matrix(args.config, {name: runs_root / name for name in runs}, Path(args.out) / "learning-matrix",
                                 args.sampled, args.sampled_tasks)  # fmt: skip
@@ -345,6 +356,10 @@ def _print_table(report: dict[str, Any]) -> None:
             sp = run["agent"]["success_paired"]
             print(f"{'':22s} success paired on {sp['tasks']} tasks {sp['delta']:+.3f} [{sp['ci'][0]:+.3f}, "
                   f"{sp['ci'][1]:+.3f}], p {sp['p_value']:.3g} ({sp['gained']} gained, {sp['lost']} lost)")
+    if "seeds_vs_control" in report:
+        vc = report["seeds_vs_control"]
+        print(f"{'seeds pooled':22s} against the control on the same {vc['tasks']} tasks: {vc['delta'] * 100:+.1f} pts "
+              f"[{vc['ci'][0] * 100:+.1f}, {vc['ci'][1] * 100:+.1f}], p {vc['p_value']:.3g}")
     for label, classes in report.get("sampled", {}).get("changes", {}).items():
         for cls, metrics in classes.items():
             text = ", ".join(f"{m} {v['delta']:+.3f} [{v['ci_low']:+.3f}, {v['ci_high']:+.3f}]"

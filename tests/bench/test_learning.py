@@ -208,3 +208,33 @@ def test_a_seed_is_compared_with_the_control_on_the_same_tasks(tmp_path: Path,
     assert ahead["ci"][0] > 0 and report["checks"]["seed0"]["beats_control"] is True
     assert level["delta"] == pytest.approx(1 / 40) and report["checks"]["seed1"]["beats_control"] is False
     assert report["passed"] is False
+
+
+def test_seeds_pooled_against_the_control_average_each_task_over_the_seeds(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """`seeds_vs_control` pairs each task's final reward averaged over the seeds with the control's:
+    two seeds that each pass different tasks pool to half a point per task; `seeds_beat_control` holds
+    when that interval is above 0 and fails when the seeds do no better than the control on average."""
+    def run_with(finals: dict[str, dict[str, list[float]]]) -> dict[str, Any]:
+        def fake_run(config: str, run_dir: Path, overrides: list[str]) -> tuple[dict[str, Any], float]:
+            run_dir.mkdir(parents=True)
+            (run_dir / "eval_final.json").write_text(json.dumps(_eval_doc(finals[run_dir.name])))
+            if "reward.mode=random" in overrides:
+                return _summary([(0.0, "no significant change")] * 2, 0.005, (-0.01, 0.02)), 1.0
+            return _summary([(0.15, "improved")] * 2, 0.15, (0.1, 0.2)), 1.0
+
+        monkeypatch.setattr(learning, "run_training", fake_run)
+        out = tmp_path / str(len(list(tmp_path.iterdir())))
+        assert learning.main(["--seeds", "0,1", "--out", str(out), "--json"]) == 0
+        return json.loads((out / "learning.json").read_text())
+
+    ahead = run_with({"seed0": {"a/b/d0": [1.0] * 20 + [0.0] * 20, "a/b/d1": [1.0] * 20 + [0.0] * 20},
+                      "seed1": {"a/b/d0": [0.0] * 20 + [1.0] * 20, "a/b/d1": [0.0] * 20 + [1.0] * 20},
+                      "control": {"a/b/d0": [0.0] * 40, "a/b/d1": [0.0] * 40}})
+    assert ahead["seeds_vs_control"]["tasks"] == 80 and ahead["seeds_vs_control"]["delta"] == pytest.approx(0.5)
+    assert ahead["checks"]["seeds_beat_control"] is True
+    level = run_with({"seed0": {"a/b/d0": [1.0] * 20 + [0.0] * 20, "a/b/d1": [1.0] * 20 + [0.0] * 20},
+                      "seed1": {"a/b/d0": [0.0] * 40, "a/b/d1": [0.0] * 40},
+                      "control": {"a/b/d0": [1.0] * 10 + [0.0] * 30, "a/b/d1": [0.0] * 20 + [1.0] * 10 + [0.0] * 10}})
+    assert level["seeds_vs_control"]["delta"] == pytest.approx(0.0)
+    assert level["checks"]["seeds_beat_control"] is False and level["passed"] is False
