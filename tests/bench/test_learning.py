@@ -184,6 +184,18 @@ def _eval_doc(rewards: dict[str, list[float]]) -> dict[str, Any]:
             for domain, r in rewards.items()}
 
 
+def _runs_with_finals(finals: dict[str, dict[str, list[float]]]) -> Any:
+    """A stand-in for `run_training` whose runs (seedN, control) write these final per-task rewards."""
+    def fake_run(config: str, run_dir: Path, overrides: list[str]) -> tuple[dict[str, Any], float]:
+        run_dir.mkdir(parents=True)
+        (run_dir / "eval_final.json").write_text(json.dumps(_eval_doc(finals[run_dir.name])))
+        if "reward.mode=random" in overrides:
+            return _summary([(0.0, "no significant change")] * 2, 0.005, (-0.01, 0.02)), 1.0
+        return _summary([(0.15, "improved")] * 2, 0.15, (0.1, 0.2)), 1.0
+
+    return fake_run
+
+
 def test_a_seed_is_compared_with_the_control_on_the_same_tasks(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """`vs_control` pairs each seed's final held-out rewards with the control's on the same tasks;
@@ -193,14 +205,7 @@ def test_a_seed_is_compared_with_the_control_on_the_same_tasks(tmp_path: Path,
               "seed1": {"a/b/d0": [1.0] * 12 + [0.0] * 28, "a/b/d1": [1.0] * 10 + [0.0] * 30},
               "control": {"a/b/d0": [1.0] * 10 + [0.0] * 30, "a/b/d1": [1.0] * 10 + [0.0] * 30}}
 
-    def fake_run(config: str, run_dir: Path, overrides: list[str]) -> tuple[dict[str, Any], float]:
-        run_dir.mkdir(parents=True)
-        (run_dir / "eval_final.json").write_text(json.dumps(_eval_doc(finals[run_dir.name])))
-        if "reward.mode=random" in overrides:
-            return _summary([(0.0, "no significant change")] * 2, 0.005, (-0.01, 0.02)), 1.0
-        return _summary([(0.15, "improved")] * 2, 0.15, (0.1, 0.2)), 1.0
-
-    monkeypatch.setattr(learning, "run_training", fake_run)
+    monkeypatch.setattr(learning, "run_training", _runs_with_finals(finals))
     assert learning.main(["--seeds", "0,1", "--out", str(tmp_path), "--json"]) == 0
     report = json.loads((tmp_path / "learning.json").read_text())
     ahead, level = report["seeds"]["0"]["vs_control"], report["seeds"]["1"]["vs_control"]
@@ -216,14 +221,7 @@ def test_seeds_pooled_against_the_control_average_each_task_over_the_seeds(tmp_p
     two seeds that each pass different tasks pool to half a point per task; `seeds_beat_control` holds
     when that interval is above 0 and fails when the seeds do no better than the control on average."""
     def run_with(finals: dict[str, dict[str, list[float]]]) -> dict[str, Any]:
-        def fake_run(config: str, run_dir: Path, overrides: list[str]) -> tuple[dict[str, Any], float]:
-            run_dir.mkdir(parents=True)
-            (run_dir / "eval_final.json").write_text(json.dumps(_eval_doc(finals[run_dir.name])))
-            if "reward.mode=random" in overrides:
-                return _summary([(0.0, "no significant change")] * 2, 0.005, (-0.01, 0.02)), 1.0
-            return _summary([(0.15, "improved")] * 2, 0.15, (0.1, 0.2)), 1.0
-
-        monkeypatch.setattr(learning, "run_training", fake_run)
+        monkeypatch.setattr(learning, "run_training", _runs_with_finals(finals))
         out = tmp_path / str(len(list(tmp_path.iterdir())))
         assert learning.main(["--seeds", "0,1", "--out", str(out), "--json"]) == 0
         return json.loads((out / "learning.json").read_text())
