@@ -318,10 +318,11 @@ def main(argv: list[str]) -> int:
             if versus is not None:
                 report["seeds"][str(seed)]["vs_control"] = versus
                 report["checks"][f"seed{seed}"]["beats_control"] = versus["ci"][0] > 0
-        pooled = versus_control([runs_root / f"seed{seed}" for seed in seeds], runs_root / "control", trained)
-        if len(seeds) > 1 and pooled is not None:
-            report["seeds_vs_control"] = pooled
-            report["checks"]["seeds_beat_control"] = pooled["ci"][0] > 0
+        if len(seeds) > 1:
+            pooled = versus_control([runs_root / f"seed{seed}" for seed in seeds], runs_root / "control", trained)
+            if pooled is not None:
+                report["seeds_vs_control"] = pooled
+                report["checks"]["seeds_beat_control"] = pooled["ci"][0] > 0
     if args.sampled > 0:
         matrix = sampled_matrix(args.config, {name: runs_root / name for name in runs}, Path(args.out) / "learning-matrix",
                                 args.sampled, args.sampled_tasks)  # fmt: skip

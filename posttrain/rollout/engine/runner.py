@@ -361,10 +361,10 @@ def pool_zeros(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device)
     zeroed pages on first touch, so a pool sized for the largest workload (`kv_cache_tokens`, 3 GB for
     SmolLM2 at the default) costs only the blocks a run writes, where `torch.zeros` writes every byte
     up front (W7's native run, a fresh engine each time: 16.4 s with it, 11.0 s without; docs/rollout.md).
-    The mapping asks for small pages (`MADV_NOHUGEPAGE`): a 2 MB page faulted in by a decode write
-    took about 3 ms here (the kernel compacts memory to find one), and a step that first touches a new
-    page in each of 30 layers paid it 60 times; small pages fault in microseconds, and the pool is read
-    only in whole blocks. Elsewhere `torch.zeros`."""
+    The mapping asks for small pages (`MADV_NOHUGEPAGE`): with 2 MB pages, the decode step whose
+    writes first reached a new page in each of SmolLM2's 30 layers spent 83-90 ms in each of its two
+    pool writes (the kernel compacting memory to find huge pages; the other steps' writes took about
+    0.15 ms), and W7's native run took 9.15 s against 8.89 s on small pages. Elsewhere `torch.zeros`."""
     if device.type != "cpu":
         return torch.zeros(shape, dtype=dtype, device=device)
     nbytes = math.prod(shape) * torch.empty(0, dtype=dtype).element_size()
