@@ -9,10 +9,10 @@ draws, which dominated the cost of a decode step on small models). The search ha
 draw first picks a block of `CDF_BLOCK` tokens from the running sum of the blocks' float64 sums, then
 a token inside that block from the block's own running sum, so only one block per row is converted to
 float64 and scanned (a step of 32 rows over SmolLM2's 49K tokens spent 6.6 of its 11.9 ms of sampling
-in the whole-vocabulary float64 copy and cumsum; with two levels the step's sampling takes 3.7 ms). The sum of the block sums gives the logprob of the sampled distribution
-(`logits[token] - max - log(sum)`, in float64), so a row is read a handful of times, not once per
-softmax, log-softmax and mask. Greedy
-(temperature 0) is an argmax with ties going to the lowest token id, like `transformers`. The
+in the whole-vocabulary float64 copy and cumsum; with two levels the step's sampling takes 3.7 ms).
+The sum of the block sums gives the logprob of the sampled distribution (`logits[token] - max -
+log(sum)`, in float64), so a row is read a handful of times, not once per softmax, log-softmax and
+mask. Greedy (temperature 0) is an argmax with ties going to the lowest token id, like `transformers`. The
 returned logprob follows `SamplingParams.logprobs_mode` (see `posttrain.rollout.api`).
 """
 
