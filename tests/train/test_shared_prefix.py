@@ -77,8 +77,8 @@ def test_shared_forward_matches_padded_logits_and_gradients(cascade: bool, check
     for (name, a), (_, b) in zip(padded_model.named_parameters(), shared_model.named_parameters(), strict=True):
         # eager attention takes its softmax in float32, hence rounding of about 1e-8 relative
         torch.testing.assert_close(b.grad, a.grad, atol=1e-6 * float(a.grad.abs().max()), rtol=0, msg=name)
-    if checkpointing:  # prefix and rows forward, then the rows' layer again in the backward (cascade only)
-        assert len(recomputed) == (3 if cascade else 2)
+    if checkpointing:  # prefix and rows forward, then (cascade only) both again in the backward
+        assert len(recomputed) == (4 if cascade else 2)
     # the cascade stays installed; any other forward (left padding here) computes what it did before
     ids = torch.tensor([[0, 0, 5, 6, 7, 8], [9, 10, 11, 12, 13, 14]])
     left = torch.tensor([[0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1]])
@@ -118,6 +118,33 @@ def test_grouped_forward_matches_padded_logits_and_gradients(checkpointing: bool
     (got * weights).sum().backward()
     for (name, a), (_, b) in zip(padded_model.named_parameters(), grouped_model.named_parameters(), strict=True):
         torch.testing.assert_close(b.grad, a.grad, atol=1e-6 * float(a.grad.abs().max()), rtol=0, msg=name)
+
+
+def test_checkpointed_prefix_keeps_only_its_layer_inputs_and_keys() -> None:
+    """With gradient checkpointing on, the prefix's forward keeps for the backward pass no more than
+    each layer's input (outside the checkpointed layers); with it off, every activation of every layer."""
+    model = tiny_random(TinyModelConfig(hidden_size=32, num_layers=4)).double().train()
+    ids = torch.randint(2, 120, (1, 64))
+
+    def saved_bytes(checkpointing: bool) -> int:
+        if checkpointing:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        else:
+            model.gradient_checkpointing_disable()
+        sizes: list[int] = []
+
+        def pack(tensor: torch.Tensor) -> torch.Tensor:
+            sizes.append(tensor.numel() * tensor.element_size())
+            return tensor
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+            kv = _prefix._prefix_kv(model, ids, 64)
+        assert len(kv) == 4 and kv[0][0].shape == (1, model.config.num_key_value_heads, 64, 8)
+        assert kv[0][0].requires_grad
+        return sum(sizes)
+
+    kept, all_of_it = saved_bytes(True), saved_bytes(False)
+    assert kept < all_of_it / 10, (kept, all_of_it)
 
 
 def test_micro_batches_group_rows_by_long_prompt_prefix() -> None:
