@@ -9,6 +9,7 @@ Not here: the per-package config models themselves (they live beside their users
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,6 +20,14 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from posttrain.errors import ConfigError
 
 M = TypeVar("M", bound=BaseModel)
+
+
+def cache_root() -> Path:
+    """Where posttrain keeps what it converts or builds (models, compiled kernels): $POSTTRAIN_CACHE,
+    else ~/.cache/posttrain."""
+    return Path(os.environ.get("POSTTRAIN_CACHE", Path.home() / ".cache" / "posttrain"))
+
+
 MAX_CONFIG_BYTES = 16 << 20
 """Largest config file read; anything bigger is not a hand-written config and is refused unparsed."""
 

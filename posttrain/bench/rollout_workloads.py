@@ -8,6 +8,7 @@ Prompts are random token ids; no stop tokens, so every engine generates the same
 
 from __future__ import annotations
 
+import functools
 import tempfile
 import time
 from collections.abc import Callable
@@ -204,15 +205,29 @@ def w4_tiered(model: Any, s: BenchSizes) -> dict[str, Any]:
     return result
 
 
+def _packed_product(weights: list[torch.Tensor], biases: list[torch.Tensor | None], linear: Any, i: int,
+                    x: torch.Tensor) -> torch.Tensor:  # fmt: skip
+    return linear(x, weights[i], biases[i])  # type: ignore[no-any-return]
+
+
 def projections(model: Any, s: BenchSizes) -> dict[str, Any]:
-    """The engine's CPU projections (`model.project`) against `F.linear` over all of the model's
-    linear layers, per number of input rows: the best of several alternating rounds, in milliseconds
-    per pass over every layer, and the ratio."""
+    """The engine's CPU projections against `F.linear` over all of the model's linear layers, per
+    number of input rows: `project` (the transposed product the unpacked path uses) and each prepacked
+    form `packed.linear` applies (oneDNN's layout, and `cpu_gemm`'s panels where it builds). The best
+    of several alternating rounds, in milliseconds per pass over every layer, and the ratios."""
+    from posttrain.rollout.engine import cpu_gemm
     from posttrain.rollout.engine.model import project
+    from posttrain.rollout.engine.packed import ONEDNN, linear, prepack
 
     layers = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
-    forms: dict[str, Callable[[Any, torch.Tensor], torch.Tensor]] = {
-        "linear": lambda m, x: torch.nn.functional.linear(x, m.weight, m.bias), "project": project}
+    forms: dict[str, Callable[[int, torch.Tensor], torch.Tensor]] = {
+        "linear": lambda i, x: torch.nn.functional.linear(x, layers[i].weight, layers[i].bias),
+        "project": lambda i, x: project(layers[i], x)}
+    packed_forms = [*(["onednn"] if ONEDNN else []), *(["panels"] if cpu_gemm.available() else [])]
+    for form in packed_forms:
+        with torch.no_grad():
+            weights = [prepack(m.weight, form) for m in layers]  # type: ignore[arg-type]
+        forms[form] = functools.partial(_packed_product, weights, [m.bias for m in layers], linear)
     result: dict[str, Any] = {}
     for rows in (1, 2, 4, 8, 16, 32, 64, 128, 256):
         inputs = [torch.randn(rows, m.in_features) for m in layers]
@@ -223,9 +238,12 @@ def projections(model: Any, s: BenchSizes) -> dict[str, Any]:
                 for name, fn in forms.items():
                     start = time.perf_counter()
                     for _ in range(passes):
-                        for m, x in zip(layers, inputs, strict=True):
-                            fn(m, x)
+                        for i, x in enumerate(inputs):
+                            fn(i, x)
                     best[name] = min(best[name], (time.perf_counter() - start) / passes * 1e3)
-        result[f"rows_{rows}"] = {"linear_ms": best["linear"], "project_ms": best["project"],
-                                  "speedup": best["linear"] / best["project"]}
+        entry = {f"{name}_ms": ms for name, ms in best.items()}
+        entry["speedup"] = best["linear"] / best["project"]
+        if "panels" in best and "onednn" in best:
+            entry["panels_vs_onednn"] = best["onednn"] / best["panels"]
+        result[f"rows_{rows}"] = entry
     return result

@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from posttrain.config import cache_root
 from posttrain.envs.base import run_scripted
 from posttrain.envs.runner import transcript_tokens
 from posttrain.rollout.prompting import PromptRenderer
@@ -33,7 +34,7 @@ from posttrain.tasks.pool import TaskPool
 from posttrain.train._policy_config import warmup_cosine
 from posttrain.train._prefix import sft_loss_backward
 from posttrain.train.config import SftConfig, TinyBaseConfig
-from posttrain.train.models import cache_root, weights_sha256
+from posttrain.train.models import weights_sha256
 from posttrain.types import Task
 
 BUILD_VERSION = 4

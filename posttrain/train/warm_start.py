@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from posttrain.config import cache_root
 from posttrain.rollout.prompting import PromptRenderer
 from posttrain.tasks.pool import TaskPool
 from posttrain.train.base_model import (
@@ -37,7 +38,7 @@ from posttrain.train.base_model import (
     task_drawer,
 )
 from posttrain.train.config import ModelConfig, TrainConfig, WarmStartConfig
-from posttrain.train.models import cache_root, load_model, weights_sha256
+from posttrain.train.models import load_model, weights_sha256
 
 WARM_START_VERSION = 1
 """Bumped whenever the recipe changes, so stale cached models are not reused."""

@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from posttrain.rollout import NativeEngine, NativeEngineConfig
+from posttrain.rollout.engine import cpu_gemm
 from posttrain.rollout.engine.packed import ONEDNN, PackedWeights, linear, packable
 from tests.rollout.conftest import ARCHS, full_logits, prompt, tiny_model
 
@@ -79,10 +80,14 @@ def test_a_wrapper_injected_after_the_engine_was_built_runs_its_own_forward() ->
     assert engine.weights.packed is None
 
 
-@pytest.mark.parametrize("onednn", sorted({False, ONEDNN}))
-def test_packed_layers_apply_the_fused_weights(onednn: bool) -> None:
+FORMS = ["plain", *(["onednn"] if ONEDNN else []), *(["panels"] if cpu_gemm.available() else [])]
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_packed_layers_apply_the_fused_weights(form: Any) -> None:
     model = tiny_model("qwen2", seed=6)
-    packed = PackedWeights(model, onednn=onednn)
+    packed = PackedWeights(model, form=form)
+    assert packed.layers[0].qkv.dim() == (3 if form == "panels" else 2)
     attn, mlp = model.model.layers[0].self_attn, model.model.layers[0].mlp
     layer = packed.layers[0]
     x, residual = torch.randn(5, 64), torch.randn(5, 64)
@@ -98,10 +103,11 @@ def test_packed_layers_apply_the_fused_weights(onednn: bool) -> None:
     assert (linear(x, packed.lm_head) - model.lm_head(x)).abs().max().item() < 1e-5
 
 
-def test_the_transposed_form_without_onednn_engine_equals_the_modules() -> None:
+@pytest.mark.parametrize("form", FORMS)
+def test_each_form_engine_equals_the_modules(form: Any) -> None:
     model = tiny_model("llama", seed=7)
     engine = NativeEngine(model, NO_CACHE)
-    engine.weights.packed = PackedWeights(model, onednn=False)
+    engine.weights.packed = PackedWeights(model, form=form)
     assert _max_error(engine, model, seed=5) < 1e-4
 
 

@@ -3,9 +3,10 @@ projection (and the LM head) prepacked once for the GEMM that applies it.
 
 Why: a decode step multiplies a few dozen rows by every weight matrix, and at that size the GEMM
 spends much of its time rearranging the weight into the blocked layout its kernel reads, on every
-call. Prepacking does that once: oneDNN's blocked layout (`torch.ops.mkldnn._reorder_linear_weight`,
-the weight prepacking `torch.compile` uses on CPU) where the build has it, else a transposed `[in,
-out]` copy for a plain `x @ W`. Fusing q/k/v and gate/up halves the projection calls per layer, and
+call. Prepacking does that once, in one of three forms (`Form`): the panels of the engine's own
+AVX-512 kernel (`cpu_gemm`, the default where it builds: 1.15-1.4x oneDNN at decode sizes), oneDNN's
+blocked layout (`torch.ops.mkldnn._reorder_linear_weight`, the weight prepacking `torch.compile` uses
+on CPU) where the build has it, else a transposed `[in, out]` copy for a plain `x @ W`. Fusing q/k/v and gate/up halves the projection calls per layer, and
 the residual adds ride in the GEMMs. Measured on SmolLM2-135M (docs/rollout.md, "W7"). Results differ
 from `F.linear` by rounding (about 1e-6).
 
@@ -30,24 +31,42 @@ forward (`packable` is False and the model's modules are called), and non-CPU de
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import torch
+
+from posttrain.rollout.engine import cpu_gemm
+
+Form = Literal["panels", "onednn", "plain"]
+"""How `prepack` lays a weight out: `cpu_gemm` panels `[out/16, in, 16]`, oneDNN's blocked layout, or
+the transpose `[in, out]`."""
 
 ONEDNN = bool(torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_reorder_linear_weight")
               and hasattr(torch.ops.mkldnn, "_linear_pointwise"))
 """Whether this torch build has oneDNN's prepacked linear (standard x86 and aarch64 CPU wheels do)."""
 
 
-def prepack(weight: torch.Tensor, onednn: bool) -> torch.Tensor:
-    """A `[out, in]` weight as `linear` takes it: oneDNN's blocked layout, or the transpose `[in, out]`."""
+def default_form() -> Form:
+    """The fastest form this machine has: panels where `cpu_gemm` builds, else oneDNN, else plain."""
+    return "panels" if cpu_gemm.available() else "onednn" if ONEDNN else "plain"
+
+
+def prepack(weight: torch.Tensor, form: Form) -> torch.Tensor:
+    """A `[out, in]` weight as `linear` takes it, in `form`; a weight the panels do not take (not
+    float32, `out` not a multiple of 16) gets oneDNN's layout (or the transpose) instead."""
     weight = weight.detach().contiguous()
-    return torch.ops.mkldnn._reorder_linear_weight(weight) if onednn else weight.t().contiguous()
+    if form == "panels" and cpu_gemm.packable(weight):
+        return cpu_gemm.pack(weight)
+    if form != "plain" and ONEDNN:
+        return torch.ops.mkldnn._reorder_linear_weight(weight)
+    return weight.t().contiguous()
 
 
 def linear(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | None = None,
            residual: torch.Tensor | None = None) -> torch.Tensor:
-    """`x @ W^T (+ bias) (+ residual)` for `x` `[N, in]` and `packed` from `prepack` (either form)."""
+    """`x @ W^T (+ bias) (+ residual)` for `x` `[N, in]` and `packed` from `prepack` (any form)."""
+    if packed.dim() == 3:  # panels
+        return cpu_gemm.linear(x, packed, bias, residual)
     if packed.layout == torch._mkldnn:  # type: ignore[attr-defined]
         if residual is not None:
             return torch.ops.mkldnn._linear_pointwise.binary(x, residual, packed, bias, "add")
@@ -158,9 +177,9 @@ def _signature(tensors: list[torch.Tensor]) -> tuple[tuple[int, int], ...]:
 class PackedWeights:
     """Prepacked, fused copies of a model's projections, kept equal to its parameters (`refresh`)."""
 
-    def __init__(self, model: Any, onednn: bool = ONEDNN) -> None:
+    def __init__(self, model: Any, form: Form | None = None) -> None:
         self.model = model
-        self.onednn = onednn
+        self.form = form or default_form()
         self.layers: list[PackedLayer] = []
         self.lm_head = torch.empty(0)
         self._modules: list[int] = []
@@ -186,8 +205,8 @@ class PackedWeights:
         signature = _signature(self._sources)  # a change of modes reset the signature above
         if signature != self._signature or self._stale:
             with torch.no_grad():
-                self.layers = [_pack(layer, self.onednn) for layer in linears]
-                self.lm_head = prepack(_weight(self.model.lm_head), self.onednn)
+                self.layers = [_pack(layer, self.form) for layer in linears]
+                self.lm_head = prepack(_weight(self.model.lm_head), self.form)
             self._signature, self._stale = signature, False
         return True
 
@@ -197,11 +216,11 @@ class PackedWeights:
         self._stale = True
 
 
-def _pack(linears: list[Any], onednn: bool) -> PackedLayer:
+def _pack(linears: list[Any], form: Form) -> PackedLayer:
     q, k, v, o, gate, up, down = linears
 
     def pack(*modules: Any) -> torch.Tensor:
-        return prepack(torch.cat([_weight(m) for m in modules]), onednn)
+        return prepack(torch.cat([_weight(m) for m in modules]), form)
 
     biases = [_bias(m) for m in (q, k, v)]
     qkv_bias = None
