@@ -213,9 +213,9 @@ def _packed_product(weights: list[torch.Tensor], biases: list[torch.Tensor | Non
 def projections(model: Any, s: BenchSizes) -> dict[str, Any]:
     """The engine's CPU projections against `F.linear` over all of the model's linear layers, per
     number of input rows: `project` (the transposed product the unpacked path uses) and each prepacked
-    form `packed.linear` applies (oneDNN's layout, and `cpu_gemm`'s panels where it builds). The best
+    form `packed.linear` applies (oneDNN's layout, and `cpu_kernels`'s panels where it builds). The best
     of several alternating rounds, in milliseconds per pass over every layer, and the ratios."""
-    from posttrain.rollout.engine import cpu_gemm
+    from posttrain.rollout.engine import cpu_kernels
     from posttrain.rollout.engine.model import project
     from posttrain.rollout.engine.packed import ONEDNN, linear, prepack
 
@@ -223,7 +223,7 @@ def projections(model: Any, s: BenchSizes) -> dict[str, Any]:
     forms: dict[str, Callable[[int, torch.Tensor], torch.Tensor]] = {
         "linear": lambda i, x: torch.nn.functional.linear(x, layers[i].weight, layers[i].bias),
         "project": lambda i, x: project(layers[i], x)}
-    packed_forms = [*(["onednn"] if ONEDNN else []), *(["panels"] if cpu_gemm.available() else [])]
+    packed_forms = [*(["onednn"] if ONEDNN else []), *(["panels"] if cpu_kernels.available() else [])]
     for form in packed_forms:
         with torch.no_grad():
             weights = [prepack(m.weight, form) for m in layers]  # type: ignore[arg-type]

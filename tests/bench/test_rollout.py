@@ -29,15 +29,15 @@ def test_projection_benchmark_reports_both_forms_per_row_count(tmp_path: Path) -
     assert main(["--quick", "--workloads", "proj", "--threads", "1", "--out", str(tmp_path)]) == 0
     result = json.loads((tmp_path / "rollout.json").read_text())["results"]["small"]["proj"]
     assert set(result) == {f"rows_{n}" for n in (1, 2, 4, 8, 16, 32, 64, 128, 256)}
-    from posttrain.rollout.engine import cpu_gemm
+    from posttrain.rollout.engine import cpu_kernels
     from posttrain.rollout.engine.packed import ONEDNN
 
     for cell in result.values():
         assert cell["linear_ms"] > 0 and cell["project_ms"] > 0
         assert cell["speedup"] == pytest.approx(cell["linear_ms"] / cell["project_ms"])
         assert ("onednn_ms" in cell) == ONEDNN
-        assert ("panels_ms" in cell) == cpu_gemm.available()
-        if ONEDNN and cpu_gemm.available():
+        assert ("panels_ms" in cell) == cpu_kernels.available()
+        if ONEDNN and cpu_kernels.available():
             assert cell["panels_vs_onednn"] == pytest.approx(cell["onednn_ms"] / cell["panels_ms"])
 
 

@@ -9,8 +9,8 @@ import torch
 import torch.nn.functional as F
 
 from posttrain.rollout import NativeEngine, NativeEngineConfig
-from posttrain.rollout.engine import cpu_gemm
-from posttrain.rollout.engine.packed import ONEDNN, PackedWeights, linear, packable
+from posttrain.rollout.engine import cpu_kernels
+from posttrain.rollout.engine.packed import ONEDNN, PackedWeights, linear, mlp_inner, packable
 from tests.rollout.conftest import ARCHS, full_logits, prompt, tiny_model
 
 NO_CACHE = NativeEngineConfig(block_size=4, prefix_caching=False)  # so every call recomputes its prompt
@@ -80,7 +80,7 @@ def test_a_wrapper_injected_after_the_engine_was_built_runs_its_own_forward() ->
     assert engine.weights.packed is None
 
 
-FORMS = ["plain", *(["onednn"] if ONEDNN else []), *(["panels"] if cpu_gemm.available() else [])]
+FORMS = ["plain", *(["onednn"] if ONEDNN else []), *(["panels"] if cpu_kernels.available() else [])]
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -94,8 +94,12 @@ def test_packed_layers_apply_the_fused_weights(form: Any) -> None:
     qkv = torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight])
     bias = torch.cat([attn.q_proj.bias, attn.k_proj.bias, attn.v_proj.bias])  # Qwen2 has q/k/v biases
     assert (linear(x, layer.qkv, layer.qkv_bias) - F.linear(x, qkv, bias)).abs().max().item() < 1e-5
-    gate_up = torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight])
-    assert (linear(x, layer.gate_up) - F.linear(x, gate_up)).abs().max().item() < 1e-5
+    assert layer.gate_up_pairs == (form == "panels")  # SiLU and the product in the GEMM's epilogue
+    inner = F.silu(F.linear(x, mlp.gate_proj.weight)) * F.linear(x, mlp.up_proj.weight)
+    assert (mlp_inner(x, layer, mlp.act_fn) - inner).abs().max().item() < 1e-5
+    if not layer.gate_up_pairs:
+        gate_up = torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight])
+        assert (linear(x, layer.gate_up) - F.linear(x, gate_up)).abs().max().item() < 1e-5
     down = linear(torch.randn(5, 128), layer.down, residual=residual)
     assert down.shape == (5, 64)
     out = linear(x, layer.o, residual=residual)

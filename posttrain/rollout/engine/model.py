@@ -20,7 +20,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from posttrain.rollout.engine.packed import PackedWeights, linear, packable
+from posttrain.rollout.engine.packed import PackedWeights, linear, mlp_inner, packable
 from posttrain.rollout.engine.rope import RotaryTables
 
 SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "qwen3")
@@ -148,9 +148,8 @@ class CausalLMWeights:
         if self.packed is not None:  # residual adds folded into the GEMMs
             packed = self.packed.layers[layer]
             x = linear(attn_out, packed.o, packed.o_bias, residual=x)
-            gate_up = linear(rms_norm(x, block.post_attention_layernorm.weight, self.eps), packed.gate_up)
-            inter = gate_up.shape[1] // 2  # [N, 2I]: gate, then up
-            return linear(mlp.act_fn(gate_up[:, :inter]) * gate_up[:, inter:], packed.down, residual=x)
+            inner = mlp_inner(rms_norm(x, block.post_attention_layernorm.weight, self.eps), packed, mlp.act_fn)
+            return linear(inner, packed.down, residual=x)
         x = x + project(block.self_attn.o_proj, attn_out)
         h = rms_norm(x, block.post_attention_layernorm.weight, self.eps)
         return x + project(mlp.down_proj, mlp.act_fn(project(mlp.gate_proj, h)) * project(mlp.up_proj, h))

@@ -4,7 +4,7 @@ projection (and the LM head) prepacked once for the GEMM that applies it.
 Why: a decode step multiplies a few dozen rows by every weight matrix, and at that size the GEMM
 spends much of its time rearranging the weight into the blocked layout its kernel reads, on every
 call. Prepacking does that once, in one of three forms (`Form`): the panels of the engine's own
-AVX-512 kernel (`cpu_gemm`, the default where it builds: 1.15-1.4x oneDNN at decode sizes), oneDNN's
+AVX-512 kernel (`cpu_kernels`, the default where it builds: 1.15-1.4x oneDNN at decode sizes), oneDNN's
 blocked layout (`torch.ops.mkldnn._reorder_linear_weight`, the weight prepacking `torch.compile` uses
 on CPU) where the build has it, else a transposed `[in, out]` copy for a plain `x @ W`. Fusing q/k/v and gate/up halves the projection calls per layer, and
 the residual adds ride in the GEMMs. Measured on SmolLM2-135M (docs/rollout.md, "W7"). Results differ
@@ -35,10 +35,10 @@ from typing import Any, Literal
 
 import torch
 
-from posttrain.rollout.engine import cpu_gemm
+from posttrain.rollout.engine import cpu_kernels
 
 Form = Literal["panels", "onednn", "plain"]
-"""How `prepack` lays a weight out: `cpu_gemm` panels `[out/16, in, 16]`, oneDNN's blocked layout, or
+"""How `prepack` lays a weight out: `cpu_kernels` panels `[out/16, in, 16]`, oneDNN's blocked layout, or
 the transpose `[in, out]`."""
 
 ONEDNN = bool(torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_reorder_linear_weight")
@@ -47,16 +47,16 @@ ONEDNN = bool(torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn,
 
 
 def default_form() -> Form:
-    """The fastest form this machine has: panels where `cpu_gemm` builds, else oneDNN, else plain."""
-    return "panels" if cpu_gemm.available() else "onednn" if ONEDNN else "plain"
+    """The fastest form this machine has: panels where `cpu_kernels` builds, else oneDNN, else plain."""
+    return "panels" if cpu_kernels.available() else "onednn" if ONEDNN else "plain"
 
 
 def prepack(weight: torch.Tensor, form: Form) -> torch.Tensor:
     """A `[out, in]` weight as `linear` takes it, in `form`; a weight the panels do not take (not
     float32, `out` not a multiple of 16) gets oneDNN's layout (or the transpose) instead."""
     weight = weight.detach().contiguous()
-    if form == "panels" and cpu_gemm.packable(weight):
-        return cpu_gemm.pack(weight)
+    if form == "panels" and cpu_kernels.packable(weight):
+        return cpu_kernels.pack(weight)
     if form != "plain" and ONEDNN:
         return torch.ops.mkldnn._reorder_linear_weight(weight)
     return weight.t().contiguous()
@@ -66,7 +66,7 @@ def linear(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | None = No
            residual: torch.Tensor | None = None) -> torch.Tensor:
     """`x @ W^T (+ bias) (+ residual)` for `x` `[N, in]` and `packed` from `prepack` (any form)."""
     if packed.dim() == 3:  # panels
-        return cpu_gemm.linear(x, packed, bias, residual)
+        return cpu_kernels.linear(x, packed, bias, residual)
     if packed.layout == torch._mkldnn:  # type: ignore[attr-defined]
         if residual is not None:
             return torch.ops.mkldnn._linear_pointwise.binary(x, residual, packed, bias, "add")
@@ -86,6 +86,17 @@ class PackedLayer:
     o_bias: torch.Tensor | None
     gate_up: torch.Tensor
     down: torch.Tensor
+    gate_up_pairs: bool = False
+    """`gate_up` in `cpu_kernels.pack_pairs` form: `mlp_inner` runs SiLU and the product in the GEMM."""
+
+
+def mlp_inner(x: torch.Tensor, layer: PackedLayer, act: Any) -> torch.Tensor:
+    """`act(x Wg^T) * (x Wu^T)` `[N, I]` (SwiGLU's inner activations) from a packed layer."""
+    if layer.gate_up_pairs:
+        return cpu_kernels.swiglu(x, layer.gate_up)
+    gate_up = linear(x, layer.gate_up)  # [N, 2I]: gate, then up
+    inter = gate_up.shape[1] // 2
+    return act(gate_up[:, :inter]) * gate_up[:, inter:]  # type: ignore[no-any-return]
 
 
 def _linears(decoder: Any) -> list[list[Any]]:
@@ -205,7 +216,8 @@ class PackedWeights:
         signature = _signature(self._sources)  # a change of modes reset the signature above
         if signature != self._signature or self._stale:
             with torch.no_grad():
-                self.layers = [_pack(layer, self.form) for layer in linears]
+                silu = getattr(self.model.config, "hidden_act", None) in ("silu", "swish")
+                self.layers = [_pack(layer, self.form, silu) for layer in linears]
                 self.lm_head = prepack(_weight(self.model.lm_head), self.form)
             self._signature, self._stale = signature, False
         return True
@@ -216,7 +228,8 @@ class PackedWeights:
         self._stale = True
 
 
-def _pack(linears: list[Any], form: Form) -> PackedLayer:
+def _pack(linears: list[Any], form: Form, silu: bool) -> PackedLayer:
+    """One layer's packed projections; with `form` panels and a SiLU MLP, gate|up in pairs."""
     q, k, v, o, gate, up, down = linears
 
     def pack(*modules: Any) -> torch.Tensor:
@@ -227,4 +240,7 @@ def _pack(linears: list[Any], form: Form) -> PackedLayer:
     if any(b is not None for b in biases):
         qkv_bias = torch.cat([b if b is not None else _base(m).weight.new_zeros(_base(m).out_features)
                               for b, m in zip(biases, (q, k, v), strict=True)])
-    return PackedLayer(pack(q, k, v), qkv_bias, pack(o), _bias(o), pack(gate, up), pack(down))
+    gate_up = torch.cat([_weight(gate), _weight(up)])
+    pairs = form == "panels" and silu and cpu_kernels.packable(gate_up) and gate_up.shape[0] % (2 * cpu_kernels.LANES) == 0
+    gate_up = cpu_kernels.pack_pairs(gate_up) if pairs else prepack(gate_up, form)
+    return PackedLayer(pack(q, k, v), qkv_bias, pack(o), _bias(o), gate_up, pack(down), pairs)

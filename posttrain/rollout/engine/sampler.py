@@ -9,7 +9,9 @@ draws, which dominated the cost of a decode step on small models). The search ha
 draw first picks a block of `CDF_BLOCK` tokens from the running sum of the blocks' float64 sums, then
 a token inside that block from the block's own running sum, so only one block per row is converted to
 float64 and scanned (a step of 32 rows over SmolLM2's 49K tokens spent 6.6 of its 11.9 ms of sampling
-in the whole-vocabulary float64 copy and cumsum; with two levels the step's sampling takes 3.7 ms).
+in the whole-vocabulary float64 copy and cumsum; with two levels the step's sampling takes 3.7 ms). On
+CPU with `cpu_kernels` the block sums are added in float64 straight from the float32 row, without
+the float64 copy that `sum(dtype=float64)` makes.
 The sum of the block sums gives the logprob of the sampled distribution (`logits[token] - max -
 log(sum)`, in float64), so a row is read a handful of times, not once per softmax, log-softmax and
 mask. Greedy (temperature 0) is an argmax with ties going to the lowest token id, like `transformers`. The
@@ -23,6 +25,7 @@ from collections.abc import Sequence
 import torch
 
 from posttrain.rollout.api import SamplingParams
+from posttrain.rollout.engine import cpu_kernels
 
 
 def make_generator(params: SamplingParams, sample_index: int, device: torch.device) -> torch.Generator:
@@ -123,9 +126,12 @@ def _inverse_cdf(weights: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, 
     rows, vocab = weights.shape
     dev = weights.device
     whole = vocab // CDF_BLOCK * CDF_BLOCK
-    sums = weights[:, :whole].view(rows, -1, CDF_BLOCK).sum(-1, dtype=torch.float64)  # [R, NB]
-    if whole < vocab:
-        sums = torch.cat([sums, weights[:, whole:].sum(-1, keepdim=True, dtype=torch.float64)], 1)
+    if dev.type == "cpu" and weights.dtype == torch.float32 and cpu_kernels.available():
+        sums = cpu_kernels.block_sums(weights, CDF_BLOCK)  # [R, NB], no float64 copy of the rows
+    else:
+        sums = weights[:, :whole].view(rows, -1, CDF_BLOCK).sum(-1, dtype=torch.float64)  # [R, NB]
+        if whole < vocab:
+            sums = torch.cat([sums, weights[:, whole:].sum(-1, keepdim=True, dtype=torch.float64)], 1)
     cdf = sums.cumsum(-1)  # [R, NB]
     total = cdf[:, -1]
     target = (u * total)[:, None]  # [R, 1]

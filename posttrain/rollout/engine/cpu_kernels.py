@@ -1,4 +1,4 @@
-"""The native engine's own float32 GEMM for CPUs with AVX-512 (`cpu_gemm.c`), built on first use.
+"""The native engine's own float32 GEMM for CPUs with AVX-512 (`cpu_kernels.c`), built on first use.
 
 Why: a decode step multiplies a few dozen rows by every weight matrix, so each product streams its
 weight from memory once and does little work per weight; oneDNN's prepacked linear reaches about half
@@ -13,7 +13,7 @@ How: the C source is compiled with the system C compiler (`cc -O3 -march=native 
 feature flags, and loaded with ctypes. OpenMP resolves to the `libgomp` torch has already loaded, so
 the kernel's threads are torch's (`torch.get_num_threads()` of them). Where there is no compiler, no
 AVX-512 or the build fails, `available()` is False and the engine keeps oneDNN; the reason is logged
-once. `POSTTRAIN_CPU_GEMM=0` turns the kernel off.
+once. `POSTTRAIN_CPU_KERNELS=0` turns the kernel off.
 
 Guarantees: `linear` equals `x @ W^T (+ bias) (+ residual)` up to float32 rounding: each output is
 the sum over k in order, by fused multiply-adds, then the bias, then the residual (tested against
@@ -49,26 +49,30 @@ LANES = 16
 @functools.cache
 def _library() -> ctypes.CDLL | None:
     """The compiled kernel, or None (and why, logged once) where it cannot be had."""
-    if os.environ.get("POSTTRAIN_CPU_GEMM", "1") == "0":
+    if os.environ.get("POSTTRAIN_CPU_KERNELS", "1") == "0":
         return None
     if platform.machine() not in ("x86_64", "AMD64") or "avx512f" not in _cpu_flags():
-        log.info("cpu_gemm: no AVX-512 on this CPU; projections use oneDNN")
+        log.info("cpu_kernels: no AVX-512 on this CPU; projections use oneDNN")
         return None
     compiler = shutil.which(os.environ.get("CC", "cc"))
     if compiler is None:
-        log.warning("cpu_gemm: no C compiler (cc) found; projections use oneDNN")
+        log.warning("cpu_kernels: no C compiler (cc) found; projections use oneDNN")
         return None
     try:
         path = _build(compiler)
         lib = ctypes.CDLL(str(path))
     except (OSError, subprocess.CalledProcessError) as error:
-        log.warning("cpu_gemm: build or load failed (%s); projections use oneDNN", error)
+        log.warning("cpu_kernels: build or load failed (%s); projections use oneDNN", error)
         return None
     pointer, size = ctypes.c_void_p, ctypes.c_long
     lib.gemm.argtypes = [pointer, size, size, pointer, size, pointer, pointer, pointer, ctypes.c_int]
     lib.gemm.restype = None
     lib.pack.argtypes = [pointer, size, size, pointer, ctypes.c_int]
     lib.pack.restype = None
+    lib.gemm_swiglu.argtypes = [pointer, size, size, pointer, size, pointer, ctypes.c_int]
+    lib.gemm_swiglu.restype = None
+    lib.block_sums.argtypes = [pointer, size, size, size, pointer, ctypes.c_int]
+    lib.block_sums.restype = None
     return lib
 
 
@@ -87,7 +91,7 @@ def _build(compiler: str) -> Path:
     version = subprocess.run([compiler, "--version"], capture_output=True, text=True, check=False).stdout
     key = hashlib.sha256("\0".join([SOURCE.read_text(), *FLAGS, version, _cpu_flags()]).encode()).hexdigest()
     directory = cache_root() / "kernels"
-    path = directory / f"cpu_gemm-{key[:16]}.so"
+    path = directory / f"cpu_kernels-{key[:16]}.so"
     if path.exists():
         return path
     directory.mkdir(parents=True, exist_ok=True)
@@ -136,4 +140,42 @@ def linear(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | None = No
     lib.gemm(x.data_ptr(), rows, x.shape[1], packed.data_ptr(), width,
              bias.data_ptr() if bias is not None else None, residual.data_ptr() if residual is not None else None,
              out.data_ptr(), torch.get_num_threads())  # fmt: skip
+    return out
+
+
+def pack_pairs(weight: torch.Tensor) -> torch.Tensor:
+    """A gate|up weight `[2I, K]` (gate rows first) in panels with the gate's and the up projection's
+    alternating (`swiglu` takes it); `I` a multiple of 16."""
+    packed = pack(weight)  # [2I/16, K, 16]: the gate's panels, then the up projection's
+    half = packed.shape[0] // 2
+    return torch.stack([packed[:half], packed[half:]], 1).reshape(packed.shape)
+
+
+def swiglu(x: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
+    """`silu(x Wg^T) * (x Wu^T)` `[M, I]` for float32 `x` `[M, K]` and `pairs` from `pack_pairs`, in
+    one pass: each pair of panels' sums go through SiLU and the product in registers. SiLU is `g / (1 +
+    exp(-g))` with the kernel's own `exp` (a few ulp from torch's)."""
+    lib = _library()
+    assert lib is not None
+    if x.shape[1] != pairs.shape[1]:
+        raise ValueError(f"x has {x.shape[1]} columns, the weight {pairs.shape[1]}")
+    width = pairs.shape[0] * LANES
+    x = x.contiguous()
+    out = torch.empty(x.shape[0], width // 2)
+    if x.shape[0]:
+        lib.gemm_swiglu(x.data_ptr(), x.shape[0], x.shape[1], pairs.data_ptr(), width, out.data_ptr(),
+                        torch.get_num_threads())  # fmt: skip
+    return out
+
+
+def block_sums(weights: torch.Tensor, block: int) -> torch.Tensor:
+    """Per row of float32 `weights` `[R, V]`, the float64 sums of its blocks of `block` entries (the last
+    block may be shorter): `[R, ceil(V / block)]`, as `weights.view(R, -1, block).sum(-1,
+    dtype=torch.float64)` up to the order of float64 additions, without a float64 copy of `weights`."""
+    lib = _library()
+    assert lib is not None and weights.dtype == torch.float32 and weights.dim() == 2
+    weights = weights.contiguous()
+    rows, vocab = weights.shape
+    out = torch.empty(rows, -(-vocab // block), dtype=torch.float64)
+    lib.block_sums(weights.data_ptr(), rows, vocab, block, out.data_ptr(), torch.get_num_threads())
     return out
