@@ -18,7 +18,8 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap libseccomp2 >/dev/null) || echo "warning: bubblewrap not installed; sandbox falls back"; }
 	@# Terminal tasks use these host tools inside the sandbox (its system directories are the host's);
-	@# the 3d/openscad domains run openscad there the same way; the report's browser test runs chromium.
+	@# the 3d/openscad domains run openscad there the same way; the report's browser test runs chromium;
+	@# the rollout engine compiles its CPU kernels with gcc (posttrain/rollout/engine/cpu_kernels.py).
 	@missing=""; for tool in git jq sqlite3 gcc make bc zip unzip openscad chromium; do command -v $$tool >/dev/null || missing="$$missing $$tool"; done; \
 	 [ -z "$$missing" ] || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) || echo "warning: missing host tools for terminal and 3d tasks:$$missing"; }
 	@# Knowledge domains read Debian packages' files (python3-doc: the library reference, knowledge/pydoc.py).

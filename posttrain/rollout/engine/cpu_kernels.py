@@ -10,9 +10,9 @@ SmolLM2-135M's projections it ran 1.34-1.73x faster than oneDNN's prepacked line
 1.21x at 128 and 1.06x at 256 (`posttrain bench rollout --models smollm2 --workloads proj`;
 docs/rollout.md, "Packed projections").
 
-How: the C source is compiled with the system C compiler (`cc -O3 -march=native -fopenmp`) into
-`$POSTTRAIN_CACHE/kernels/`, keyed by the source, the flags, the compiler and this CPU's model and
-feature flags, and loaded with ctypes. OpenMP resolves to the `libgomp` torch has already loaded, so
+How: the C source is compiled with the system C compiler (`$CC`, else `cc` or `gcc`, which `make`
+installs; `-O3 -march=native -fopenmp`) into `$POSTTRAIN_CACHE/kernels/`, keyed by the source, the
+flags, the compiler and this CPU's model and feature flags, and loaded with ctypes. OpenMP resolves to the `libgomp` torch has already loaded, so
 the kernel's threads are torch's (`torch.get_num_threads()` of them). Where there is no compiler, no
 AVX-512 or the build fails, `available()` is False and the engine keeps oneDNN; the reason is logged
 once. `POSTTRAIN_CPU_KERNELS=0` turns the kernel off.
@@ -57,9 +57,10 @@ def _library() -> ctypes.CDLL | None:
     if platform.machine() not in ("x86_64", "AMD64") or "avx512f" not in _cpu_flags():
         log.info("cpu_kernels: no AVX-512 on this CPU; projections use oneDNN")
         return None
-    compiler = shutil.which(os.environ.get("CC", "cc"))
+    named = os.environ.get("CC")
+    compiler = shutil.which(named) if named else shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
-        log.warning("cpu_kernels: no C compiler (cc) found; projections use oneDNN")
+        log.warning("cpu_kernels: no C compiler (%s) found; projections use oneDNN", named or "cc, gcc")
         return None
     try:
         path = _build(compiler)
