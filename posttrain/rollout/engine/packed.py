@@ -4,10 +4,11 @@ projection (and the LM head) prepacked once for the GEMM that applies it.
 Why: a decode step multiplies a few dozen rows by every weight matrix, and at that size the GEMM
 spends much of its time rearranging the weight into the blocked layout its kernel reads, on every
 call. Prepacking does that once, in one of three forms (`Form`): the panels of the engine's own
-AVX-512 kernel (`cpu_kernels`, the default where it builds: 1.15-1.4x oneDNN at decode sizes), oneDNN's
-blocked layout (`torch.ops.mkldnn._reorder_linear_weight`, the weight prepacking `torch.compile` uses
-on CPU) where the build has it, else a transposed `[in, out]` copy for a plain `x @ W`. Fusing q/k/v and gate/up halves the projection calls per layer, and
-the residual adds ride in the GEMMs. Measured on SmolLM2-135M (docs/rollout.md, "W7"). Results differ
+AVX-512 kernel (`cpu_kernels`, the default where it builds: 1.34-1.73x oneDNN from 1 to 64 rows on
+SmolLM2-135M, with SwiGLU's SiLU and product in the gate|up product), oneDNN's blocked layout
+(`torch.ops.mkldnn._reorder_linear_weight`, the weight prepacking `torch.compile` uses on CPU) where
+the build has it, else a transposed `[in, out]` copy for a plain `x @ W`. Fusing q/k/v and gate/up
+halves the projection calls per layer, and the residual adds ride in the GEMMs. Measured on SmolLM2-135M (docs/rollout.md, "W7"). Results differ
 from `F.linear` by rounding (about 1e-6).
 
 Guarantees: the packed tensors always equal the module's current weights. Before each step the
