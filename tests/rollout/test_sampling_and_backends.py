@@ -125,8 +125,20 @@ def _whole_vocab_inverse_cdf(weights: torch.Tensor, u: torch.Tensor) -> torch.Te
     return torch.searchsorted(cdf, (u * cdf[:, -1])[:, None], right=True)[:, 0]
 
 
+@pytest.fixture(params=["kernel", "torch"])
+def block_sums_by(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways of the sampler's first-level sums: `cpu_kernels` (where it builds) and torch's."""
+    from posttrain.rollout.engine import cpu_kernels
+
+    if request.param == "kernel" and not cpu_kernels.available():
+        pytest.skip("no cpu_kernels here")
+    if request.param == "torch":
+        monkeypatch.setattr(cpu_kernels, "available", lambda: False)
+    return str(request.param)
+
+
 @pytest.mark.parametrize("vocab", [50, 256, 257, 1000, 49152])
-def test_two_level_inverse_cdf_picks_the_whole_vocab_search_token(vocab: int) -> None:
+def test_two_level_inverse_cdf_picks_the_whole_vocab_search_token(vocab: int, block_sums_by: str) -> None:
     from posttrain.rollout.engine.sampler import _inverse_cdf
 
     gen = torch.Generator().manual_seed(vocab)
@@ -141,7 +153,7 @@ def test_two_level_inverse_cdf_picks_the_whole_vocab_search_token(vocab: int) ->
         assert torch.allclose(total, weights.double().sum(-1), rtol=1e-12)
 
 
-def test_two_level_inverse_cdf_never_picks_a_zero_weight_at_the_edges() -> None:
+def test_two_level_inverse_cdf_never_picks_a_zero_weight_at_the_edges(block_sums_by: str) -> None:
     """Draws at 0 and just below 1, with zero-weight blocks before, between and after the kept tokens
     (rounding can put the target on a level's last sum): the pick is always a token of positive weight."""
     from posttrain.rollout.engine.sampler import CDF_BLOCK, _inverse_cdf

@@ -1,4 +1,6 @@
-/* Float32 products y = x W^T (+ bias) (+ residual) for the native engine's CPU forward, AVX-512.
+/* The native engine's CPU kernels, AVX-512, float32: products y = x W^T (+ bias) (+ residual)
+ * (`gemm`), the gate|up product with SwiGLU's SiLU and product in its epilogue (`gemm_swiglu`), and the
+ * sampler's float64 block sums (`block_sums`).
  *
  * The weight is packed once into panels of 16 output columns, k-major: element (n, k) of W [N, K]
  * lies at ((n / 16) * K + k) * 16 + n % 16, so one 64-byte load holds a row of 16 columns at one k.
@@ -17,7 +19,8 @@
 #define ROWS 8
 
 /* exp(x) for float32 lanes: x = n ln2 + r with |r| <= ln2 / 2, exp(r) by its degree-7 Taylor
- * polynomial (truncation below 6e-9 relative), scaled by 2^n; within a few ulp of expf. */
+ * polynomial (truncation below 6e-9 relative), scaled by 2^n; within 1 ulp of the correctly rounded
+ * value on every 64th float of [-87, 88). */
 static inline __m512 exp16(__m512 x) {
     x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.72f)), _mm512_set1_ps(-103.9f));
     const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),

@@ -158,7 +158,7 @@ def pack_pairs(weight: torch.Tensor) -> torch.Tensor:
 def swiglu(x: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
     """`silu(x Wg^T) * (x Wu^T)` `[M, I]` for float32 `x` `[M, K]` and `pairs` from `pack_pairs`, in
     one pass: each pair of panels' sums go through SiLU and the product in registers. SiLU is `g / (1 +
-    exp(-g))` with the kernel's own `exp` (a few ulp from torch's)."""
+    exp(-g))` with the kernel's own `exp` (within 1 ulp of the correctly rounded value)."""
     lib = _library()
     assert lib is not None
     if x.shape[1] != pairs.shape[1]:

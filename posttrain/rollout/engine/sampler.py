@@ -125,10 +125,10 @@ def _inverse_cdf(weights: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, 
     """
     rows, vocab = weights.shape
     dev = weights.device
-    whole = vocab // CDF_BLOCK * CDF_BLOCK
     if dev.type == "cpu" and weights.dtype == torch.float32 and cpu_kernels.available():
         sums = cpu_kernels.block_sums(weights, CDF_BLOCK)  # [R, NB], no float64 copy of the rows
     else:
+        whole = vocab // CDF_BLOCK * CDF_BLOCK
         sums = weights[:, :whole].view(rows, -1, CDF_BLOCK).sum(-1, dtype=torch.float64)  # [R, NB]
         if whole < vocab:
             sums = torch.cat([sums, weights[:, whole:].sum(-1, keepdim=True, dtype=torch.float64)], 1)
